@@ -1,0 +1,142 @@
+package payload
+
+import (
+	"context"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+)
+
+// Wire header names of the delay contract.
+const (
+	HeaderTopic = "delay-topic" // business topic to deliver to (input)
+	HeaderAt    = "delay-at"    // due time, RFC 3339 or unix ms (input, output)
+	HeaderAfter = "delay-after" // delay relative to the message time (input)
+	HeaderID    = "delay-id"    // task name (input, output)
+	HeaderOp    = "delay-op"    // "cancel" (input)
+	HeaderError = "delay-error" // why a message failed (delay-failed only)
+)
+
+// OpCancel is the delay-op value that cancels a task.
+const OpCancel = "cancel"
+
+// Task is one delayed message.
+type Task struct {
+	ID      uint64         // internal 64-bit id, TaskID(Name)
+	Name    string         // delay-id string as given, or derived; never "" after Decode
+	Topic   string         // business topic
+	ExecAt  int64          // due time, unix milliseconds
+	Key     []byte         // business key, byte for byte (nil stays nil)
+	Value   []byte         // business value, byte for byte (nil stays nil)
+	Headers []kafka.Header // pass-through headers, delay-* control headers removed
+	Cancel  bool           // a cancel (delay-op: cancel): only the marker is stored
+}
+
+// Ref locates a task: what Redis holds and what the rowkey is built from.
+type Ref struct {
+	ID     uint64
+	ExecAt int64 // unix milliseconds
+}
+
+// Ref returns the task's locator.
+func (t Task) Ref() Ref { return Ref{ID: t.ID, ExecAt: t.ExecAt} }
+
+// Store keeps task payloads until they are due. Memory and HBase implement
+// it; consumers usually declare the subset they need.
+type Store interface {
+	// Put writes tasks in batches. A task with Cancel set writes only the
+	// cancel marker; a cancel wins in either arrival order. Put is
+	// idempotent.
+	Put(ctx context.Context, tasks []Task) error
+	// Get returns one entry per ref, in order: nil when there is no row, a
+	// task with Cancel=true when the row carries the cancel marker.
+	Get(ctx context.Context, refs []Ref) ([]*Task, error)
+	// Scan calls fn for every row with from <= ExecAt < to (cancelled rows
+	// included, with Cancel=true), in (ExecAt, ID) order. An error from fn
+	// stops the scan and is returned as is.
+	Scan(ctx context.Context, from, to int64, fn func(Task) error) error
+}
+
+// TaskID maps a task name to its 64-bit id: a canonical decimal uint64 (no
+// sign, no leading zeros, as snowflake ids are written) is that number;
+// anything else is its 64-bit FNV-1a hash.
+func TaskID(name string) uint64 {
+	if canonicalUint(name) {
+		if n, err := strconv.ParseUint(name, 10, 64); err == nil {
+			return n
+		}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
+}
+
+func canonicalUint(s string) bool {
+	if s == "" || len(s) > 20 || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// DerivedName is the name of a task whose input carried no delay-id: its
+// input topic, partition and offset, e.g. "delay-input/3/1234".
+func DerivedName(topic string, partition int, offset int64) string {
+	b := make([]byte, 0, len(topic)+24)
+	b = append(b, topic...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(partition), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, offset, 10)
+	return string(b)
+}
+
+// timeLayout is RFC 3339 with milliseconds, as written in the output's
+// delay-at header.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTime formats unix milliseconds as the output's delay-at value
+// (RFC 3339, UTC, milliseconds).
+func FormatTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format(timeLayout)
+}
+
+// Deliverable is the output message of a due task: its topic, key, value and
+// pass-through headers, plus delay-id (the task name) and delay-at (RFC 3339
+// ms), so consumers can de-duplicate. The headers are a fresh slice.
+func Deliverable(t Task) kafka.Message {
+	h := make([]kafka.Header, 0, len(t.Headers)+2)
+	h = append(h, t.Headers...)
+	h = append(h,
+		kafka.Header{Key: HeaderID, Value: []byte(t.Name)},
+		kafka.Header{Key: HeaderAt, Value: []byte(FormatTime(t.ExecAt))},
+	)
+	return kafka.Message{Topic: t.Topic, Key: t.Key, Value: t.Value, Headers: h}
+}
+
+// clone returns a deep copy of t, keeping nil slices nil.
+func (t Task) clone() Task {
+	c := t
+	c.Key = cloneBytes(t.Key)
+	c.Value = cloneBytes(t.Value)
+	if t.Headers != nil {
+		c.Headers = make([]kafka.Header, len(t.Headers))
+		for i, h := range t.Headers {
+			c.Headers[i] = kafka.Header{Key: h.Key, Value: cloneBytes(h.Value)}
+		}
+	}
+	return c
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
