@@ -1,0 +1,126 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Roles delayd can run.
+const (
+	RoleIngest     = "ingest"
+	RoleDispatcher = "dispatcher"
+	RoleScanner    = "scanner"
+)
+
+// Config configures delayd. Zero values mean the defaults of DESIGN.md
+// "Interfaces".
+type Config struct {
+	Brokers  []string      // Kafka bootstrap addresses; default 127.0.0.1:9092
+	Redis    string        // Redis address; default 127.0.0.1:6379
+	HBaseZK  string        // HBase ZooKeeper quorum; default 127.0.0.1:2181
+	Table    string        // HBase table; default delayq_tasks
+	Prefix   string        // Redis key prefix; default delayq
+	Roles    []string      // default ingest, dispatcher, scanner
+	Tick     time.Duration // dispatch tick; default 1m, at least 1s
+	HTTP     string        // metrics and health address; default 127.0.0.1:9464
+	MaxDelay time.Duration // longest accepted delay; default 720h
+
+	Salts       int           // HBase salt buckets = pre-split regions; default 16
+	Segment     time.Duration // Redis segment length; default 1m
+	Shards      int           // zsets per segment; default 64
+	Partitions  int           // partitions of the topics delayd creates; default 8
+	ScanWorkers int           // scanner goroutines per partition; default 8
+	AllowTopics []string      // business topics allowed; empty = any but internal ones
+	Retention   time.Duration // how long a row outlives its exec_at; default 7 days
+	SlowRate    float64       // delay-input-slow messages/s; default 1000
+	GroupPrefix string        // consumer group ids are <GroupPrefix>-ingest and -scanner; default delayq
+}
+
+func (c *Config) setDefaults() {
+	if len(c.Brokers) == 0 {
+		c.Brokers = []string{"127.0.0.1:9092"}
+	}
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&c.Redis, "127.0.0.1:6379")
+	def(&c.HBaseZK, "127.0.0.1:2181")
+	def(&c.Table, "delayq_tasks")
+	def(&c.Prefix, "delayq")
+	def(&c.HTTP, "127.0.0.1:9464")
+	def(&c.GroupPrefix, "delayq")
+	if len(c.Roles) == 0 {
+		c.Roles = []string{RoleIngest, RoleDispatcher, RoleScanner}
+	}
+	if c.Tick == 0 {
+		c.Tick = time.Minute
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = 720 * time.Hour
+	}
+	if c.Salts == 0 {
+		c.Salts = 16
+	}
+	if c.Segment == 0 {
+		c.Segment = time.Minute
+	}
+	if c.Shards == 0 {
+		c.Shards = 64
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 8
+	}
+	if c.ScanWorkers == 0 {
+		c.ScanWorkers = 8
+	}
+	if c.Retention == 0 {
+		c.Retention = 7 * 24 * time.Hour
+	}
+	if c.SlowRate == 0 {
+		c.SlowRate = 1000
+	}
+}
+
+// Validate reports every problem of c at once.
+func (c *Config) Validate() error {
+	var errs []error
+	for _, r := range c.Roles {
+		if !slices.Contains([]string{RoleIngest, RoleDispatcher, RoleScanner}, r) {
+			errs = append(errs, fmt.Errorf("roles: unknown role %q (want ingest, dispatcher, scanner)", r))
+		}
+	}
+	if c.Tick < time.Second {
+		errs = append(errs, fmt.Errorf("tick: %v is below the 1s minimum", c.Tick))
+	}
+	if c.MaxDelay <= 0 {
+		errs = append(errs, fmt.Errorf("max-delay: %v must be positive", c.MaxDelay))
+	}
+	if c.Salts < 1 || c.Salts > 256 {
+		errs = append(errs, fmt.Errorf("salts: %d is outside 1..256", c.Salts))
+	}
+	if c.Segment < time.Second || c.Segment%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("segment: %v must be whole seconds, at least 1s", c.Segment))
+	}
+	if c.Shards < 1 {
+		errs = append(errs, fmt.Errorf("shards: %d must be at least 1", c.Shards))
+	}
+	if c.Partitions < 1 {
+		errs = append(errs, fmt.Errorf("partitions: %d must be at least 1", c.Partitions))
+	}
+	if c.ScanWorkers < 1 {
+		errs = append(errs, fmt.Errorf("scan-workers: %d must be at least 1", c.ScanWorkers))
+	}
+	for _, b := range c.Brokers {
+		if !strings.Contains(b, ":") {
+			errs = append(errs, fmt.Errorf("brokers: %q is not host:port", b))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) has(role string) bool { return slices.Contains(c.Roles, role) }

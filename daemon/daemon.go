@@ -1,0 +1,234 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/delayq/delayq/dispatcher"
+	"github.com/delayq/delayq/ingest"
+	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/scanner"
+	"github.com/delayq/delayq/zset"
+)
+
+// Store is the payload store the roles share: the HBase store in production,
+// the in-memory one in embedded mode.
+type Store interface {
+	Put(ctx context.Context, tasks []payload.Task) error
+	Get(ctx context.Context, refs []payload.Ref) ([]*payload.Task, error)
+}
+
+// Options are what a caller can inject besides Config.
+type Options struct {
+	Logger *slog.Logger
+	// Store replaces the HBase store (embedded mode, tests). When nil, Run
+	// creates the table if missing and opens the HBase store on Config.HBaseZK.
+	Store Store
+	// Listener, when set, serves HTTP instead of listening on Config.HTTP.
+	Listener net.Listener
+}
+
+// Daemon is one delayd process.
+type Daemon struct {
+	cfg   Config
+	opts  Options
+	log   *slog.Logger
+	reg   *prometheus.Registry
+	ready atomic.Bool
+}
+
+// New validates cfg and returns a Daemon ready to Run.
+func New(cfg Config, opts Options) (*Daemon, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger.With("component", "delayd"), reg: reg}, nil
+}
+
+// Ready reports whether setup finished and the roles run.
+func (d *Daemon) Ready() bool { return d.ready.Load() }
+
+// Run serves HTTP at once (with /readyz 503), sets up topics, table and
+// backends, runs the roles until ctx ends, then drains them and returns.
+func (d *Daemon) Run(ctx context.Context) error {
+	ln := d.opts.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", d.cfg.HTTP); err != nil {
+			return fmt.Errorf("http: listen on %s: %w", d.cfg.HTTP, err)
+		}
+	}
+	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	g.Go(func() error { return d.runRoles(gctx) })
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil
+	}
+	return err
+}
+
+func (d *Daemon) runRoles(ctx context.Context) error {
+	cfg := d.cfg
+	if err := retry(ctx, d.log, "create topics", func(ctx context.Context) error {
+		return dqkafka.EnsureTopics(ctx, cfg.Brokers, dqkafka.DefaultTopics(cfg.Partitions))
+	}); err != nil {
+		return err
+	}
+	store := d.opts.Store
+	if store == nil {
+		if err := retry(ctx, d.log, "create table", func(ctx context.Context) error {
+			return payload.CreateTable(ctx, cfg.HBaseZK, cfg.Table, cfg.Salts)
+		}); err != nil {
+			return err
+		}
+		hb, err := payload.NewHBase(payload.HBaseConfig{
+			ZK: cfg.HBaseZK, Table: cfg.Table, Salts: cfg.Salts, Retention: cfg.Retention,
+			Logger: d.log, Registerer: d.reg,
+		})
+		if err != nil {
+			return fmt.Errorf("hbase store: %w", err)
+		}
+		defer hb.Close()
+		store = hb
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.Redis})
+	defer rdb.Close()
+	if err := retry(ctx, d.log, "ping redis", func(ctx context.Context) error {
+		return rdb.Ping(ctx).Err()
+	}); err != nil {
+		return err
+	}
+	ix, err := zset.New(rdb, zset.Config{Prefix: cfg.Prefix, Segment: cfg.Segment, Shards: cfg.Shards, Registerer: d.reg})
+	if err != nil {
+		return err
+	}
+	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: cfg.Brokers})
+	defer w.Close()
+
+	var roles []func(context.Context) error
+	if cfg.has(RoleIngest) {
+		in, err := ingest.New(ingest.Config{
+			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate,
+			Decode:     payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: allowList(cfg.AllowTopics)},
+			Logger:     d.log, Registerer: d.reg,
+		}, store, ix, w)
+		if err != nil {
+			return err
+		}
+		roles = append(roles, in.Run)
+	}
+	if cfg.has(RoleDispatcher) {
+		dp, err := dispatcher.New(dispatcher.Config{
+			Tick: cfg.Tick, LockPrefix: cfg.Prefix, Logger: d.log, Registerer: d.reg,
+		}, ix, redsync.New(goredis.NewPool(rdb)), w)
+		if err != nil {
+			return err
+		}
+		roles = append(roles, dp.Run)
+	}
+	if cfg.has(RoleScanner) {
+		sc, err := scanner.New(scanner.Config{
+			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers,
+			Logger: d.log, Registerer: d.reg,
+		}, ix, store, w)
+		if err != nil {
+			return err
+		}
+		roles = append(roles, sc.Run)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, run := range roles {
+		g.Go(func() error { return run(gctx) })
+	}
+	d.ready.Store(true)
+	d.log.Info("delayd ready", "roles", cfg.Roles, "brokers", cfg.Brokers, "redis", cfg.Redis,
+		"hbase_zk", cfg.HBaseZK, "table", cfg.Table, "tick", cfg.Tick.String(), "http", cfg.HTTP)
+	err = g.Wait()
+	d.ready.Store(false)
+	return err
+}
+
+func (d *Daemon) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{Registry: d.reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !d.ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	return mux
+}
+
+// allowList turns --allow-topics into a DecodeConfig.AllowTopic; empty means
+// any topic (the decoder still refuses internal ones).
+func allowList(topics []string) func(string) bool {
+	if len(topics) == 0 {
+		return nil
+	}
+	set := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		set[t] = true
+	}
+	return func(t string) bool { return set[t] }
+}
+
+// retry runs f until it succeeds or ctx ends, backing off up to 5 s; each
+// failure is logged so a missing backend is visible while delayd waits.
+func retry(ctx context.Context, log *slog.Logger, what string, f func(context.Context) error) error {
+	wait := 200 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := f(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		log.Warn("startup step failed, retrying", "step", what, "err", err, "retry_in", wait.String())
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}

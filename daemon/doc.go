@@ -1,0 +1,17 @@
+// Package daemon assembles delayd: it connects the backends (Kafka, Redis and
+// the HBase payload store), creates delayq's topics and table when they are
+// missing, builds the roles a Config asks for (ingest, dispatcher, scanner)
+// and serves /metrics, /healthz and /readyz.
+//
+// Goroutines: Run starts one per role plus the HTTP server, under one
+// errgroup; when its context ends every role drains its in-flight work and
+// commits, the HTTP server shuts down, and only then does Run return.
+//
+// Readiness: /healthz answers 200 while the process runs; /readyz answers 503
+// until the topics and table exist and the backends answered, then 200. The
+// "delayd ready" log line is written at that same moment.
+//
+// The pipeline code is the same whatever the backends are: the embedded mode
+// hands Run an in-memory payload store and in-process Kafka and Redis
+// addresses, nothing else changes.
+package daemon
