@@ -58,7 +58,7 @@
 // # Expiry
 //
 // Every cell carries a cell TTL (hrpc.TTL) of max(exec_at − now, 0) +
-// Retention (default 7 days), so no row outlives the later of its exec_at and
+// Retention (default 7 days), capped at 100 years, so no row outlives the later of its exec_at and
 // its write time by more than the retention window, which is also how far
 // back a backfill Scan can reach. A task whose exec_at is already past when it
 // is written is due at once and keeps the full retention window.

@@ -38,7 +38,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.Table, "table", "delayq_tasks", "HBase table")
 	fs.StringVar(&cfg.Prefix, "prefix", "delayq", "Redis key prefix")
 	fs.Var(roles, "roles", "roles to run, comma-separated: ingest, dispatcher, scanner")
-	fs.DurationVar(&cfg.Tick, "tick", time.Minute, "dispatch tick, down to 1s")
+	fs.DurationVar(&cfg.Tick, "tick", 0, "dispatch tick, down to 1s (default 1m; 1s with --embedded)")
 	fs.StringVar(&cfg.HTTP, "http", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz")
 	fs.DurationVar(&cfg.MaxDelay, "max-delay", 720*time.Hour, "longest accepted delay")
 	embedded := fs.Bool("embedded", false, "serve Kafka on --brokers and Redis on --redis in-process, payloads in memory")
@@ -66,6 +66,9 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *embedded {
+		if cfg.Tick == 0 {
+			cfg.Tick = time.Second
+		}
 		return runEmbedded(ctx, cfg, logger)
 	}
 	d, err := daemon.New(cfg, daemon.Options{Logger: logger})

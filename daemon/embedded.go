@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/delayq/delayq/payload"
+)
+
+// Embedded runs delayd with in-process backends: a Kafka (franz-go's kfake)
+// served on Config.Brokers[0], a Redis (miniredis) served on Config.Redis,
+// and the in-memory payload store. Any Kafka client can connect to it. It
+// keeps nothing across restarts. banner, when non-nil, is called once the
+// backends listen, with the addresses actually served.
+func Embedded(ctx context.Context, cfg Config, opts Options, banner func(brokers, redis string)) error {
+	cfg.setDefaults()
+	if len(cfg.Brokers) != 1 {
+		return fmt.Errorf("--brokers: embedded mode serves one address, got %d", len(cfg.Brokers))
+	}
+	kafkaAddr, err := listenable("--brokers", cfg.Brokers[0])
+	if err != nil {
+		return err
+	}
+	cluster, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, kafkaAddr) }),
+		kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(cfg.Partitions),
+	)
+	if err != nil {
+		return fmt.Errorf("--brokers %s: embedded Kafka: %w", kafkaAddr, err)
+	}
+	defer cluster.Close()
+
+	redisAddr, err := listenable("--redis", cfg.Redis)
+	if err != nil {
+		return err
+	}
+	mr := miniredis.NewMiniRedis()
+	if err := mr.StartAddr(redisAddr); err != nil {
+		return fmt.Errorf("--redis %s: embedded Redis: %w", redisAddr, err)
+	}
+	defer mr.Close()
+
+	cfg.Brokers = cluster.ListenAddrs()
+	cfg.Redis = mr.Addr()
+	opts.Store = payload.NewMemory()
+	d, err := New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	if banner != nil {
+		banner(cfg.Brokers[0], cfg.Redis)
+	}
+	return d.Run(ctx)
+}
+
+// listenable checks that addr is free to listen on, and turns a busy port
+// into one clear line that names the flag.
+func listenable(flag, addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return "", fmt.Errorf("%s %s: the port is already in use (another Kafka/Redis or delayd running?); pick a free one with %s", flag, addr, flag)
+		}
+		return "", fmt.Errorf("%s %s: %w", flag, addr, err)
+	}
+	a := ln.Addr().String()
+	ln.Close()
+	return a, nil
+}

@@ -1,0 +1,279 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/zset"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+// Index is the part of the zset index the dispatcher uses.
+type Index interface {
+	DueKeys(ctx context.Context, until int64) ([]string, error)
+	Retire(ctx context.Context, before int64) (int, error)
+	Backlog(ctx context.Context) ([]zset.SegmentCount, error)
+}
+
+// Writer writes scan tasks; a kafka-go Writer without a Topic of its own
+// satisfies it.
+type Writer interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// Config configures a Dispatcher. The zero value means the defaults.
+type Config struct {
+	// Tick is the dispatch period, a whole number of seconds, at least 1s.
+	// Default 1m.
+	Tick time.Duration
+	// LockPrefix starts the lock names, "{LockPrefix}:dispatch:{unix}".
+	// Default "delayq" (the zset prefix, so one deployment shares locks).
+	LockPrefix string
+	// RetireGrace is how long after its end a drained segment leaves the
+	// registry. It must exceed the clock skew between instances. Default
+	// max(2 ticks, 1m).
+	RetireGrace time.Duration
+	// ScanTopic receives the scan tasks. Default delay-scan.
+	ScanTopic string
+	// BacklogEvery is the period of the pending_tasks gauge: the winner of
+	// the first tick of every period refreshes it (Index.Backlog costs one
+	// command per segment and shard). Default max(Tick, 1m); negative turns
+	// the gauge off.
+	BacklogEvery time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registerer for the dispatcher metrics; nil does not register them.
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() {
+	if c.Tick == 0 {
+		c.Tick = time.Minute
+	}
+	if c.LockPrefix == "" {
+		c.LockPrefix = "delayq"
+	}
+	if c.RetireGrace == 0 {
+		c.RetireGrace = max(2*c.Tick, time.Minute)
+	}
+	if c.ScanTopic == "" {
+		c.ScanTopic = dqkafka.TopicScan
+	}
+	if c.BacklogEvery == 0 {
+		c.BacklogEvery = max(c.Tick, time.Minute)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Validate reports every problem with c at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Tick < time.Second || c.Tick%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("dispatcher: tick %v: want whole seconds, at least 1s", c.Tick))
+	}
+	if c.RetireGrace < 0 {
+		errs = append(errs, fmt.Errorf("dispatcher: negative retire grace %v", c.RetireGrace))
+	}
+	if dqkafka.Internal(c.ScanTopic) && c.ScanTopic != dqkafka.TopicScan {
+		errs = append(errs, fmt.Errorf("dispatcher: scan topic %q is another internal topic", c.ScanTopic))
+	}
+	return errors.Join(errs...)
+}
+
+// Dispatcher emits scan tasks at every tick it wins.
+type Dispatcher struct {
+	cfg        Config
+	ix         Index
+	locker     *redsync.Redsync
+	w          Writer
+	log        *slog.Logger
+	metrics    *metrics
+	lockExpiry time.Duration
+	work       time.Duration // time limit of a won tick
+}
+
+// New returns a Dispatcher over the index ix, electing a winner per tick
+// with locker and writing scan tasks with w.
+func New(cfg Config, ix Index, locker *redsync.Redsync, w Writer) (*Dispatcher, error) {
+	cfg.setDefaults()
+	err := cfg.Validate()
+	if ix == nil || locker == nil || w == nil {
+		err = errors.Join(err, errors.New("dispatcher: nil index, locker or writer"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	expiry := cfg.Tick + max(cfg.Tick, 30*time.Second)
+	return &Dispatcher{
+		cfg:        cfg,
+		ix:         ix,
+		locker:     locker,
+		w:          w,
+		log:        cfg.Logger.With("component", "dispatcher"),
+		metrics:    m,
+		lockExpiry: expiry,
+		work:       max(cfg.Tick, 10*time.Second),
+	}, nil
+}
+
+// Run dispatches at every tick until ctx is done, then returns nil. A tick
+// that fails is logged and counted; the next tick covers it.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	d.log.Info("dispatcher_running", "tick", d.cfg.Tick, "scan_topic", d.cfg.ScanTopic)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := d.nextTick(time.Now())
+		timer.Reset(time.Until(next))
+		select {
+		case <-ctx.Done():
+			d.log.Info("dispatcher_stopped")
+			return nil
+		case <-timer.C:
+		}
+		d.tick(ctx, next)
+	}
+}
+
+// nextTick returns the first multiple of Tick after now.
+func (d *Dispatcher) nextTick(now time.Time) time.Time {
+	tick := d.cfg.Tick.Milliseconds()
+	ms := now.UnixMilli()
+	return time.UnixMilli((ms/tick + 1) * tick)
+}
+
+// lockName is the mutex of the tick at `at`.
+func (d *Dispatcher) lockName(at time.Time) string {
+	return d.cfg.LockPrefix + ":dispatch:" + strconv.FormatInt(at.Unix(), 10)
+}
+
+// tick makes one attempt at the lock of the tick at `at` and, when it wins,
+// emits scan tasks, retires segments and refreshes the backlog gauge. It
+// returns the result it counted.
+func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
+	ctx, cancel := context.WithTimeout(ctx, d.work)
+	defer cancel()
+	log := d.log.With("tick", at.Unix())
+	mu := d.locker.NewMutex(d.lockName(at), redsync.WithTries(1), redsync.WithExpiry(d.lockExpiry))
+	backlog := d.backlogTick(at)
+	if err := mu.TryLockContext(ctx); err != nil {
+		var taken *redsync.ErrTaken
+		if errors.As(err, &taken) || errors.Is(err, redsync.ErrFailed) {
+			d.metrics.ticks.WithLabelValues(resultLost).Inc()
+			if backlog {
+				d.metrics.pending.Reset() // the winner exports it now
+			}
+			return resultLost
+		}
+		log.Warn("dispatch_lock_failed", "err", err)
+		d.metrics.ticks.WithLabelValues(resultError).Inc()
+		return resultError
+	}
+	// The lock is never released: it expires after the tick, so no other
+	// instance can win this tick late.
+	until := at.UnixMilli()
+	n, err := d.emit(ctx, until)
+	result := resultWon
+	if err != nil {
+		log.Error("dispatch_failed", "err", err)
+		result = resultError
+	} else if n > 0 {
+		log.Debug("dispatched", "scan_tasks", n)
+	}
+	d.metrics.ticks.WithLabelValues(result).Inc()
+
+	if retired, err := d.ix.Retire(ctx, until-d.cfg.RetireGrace.Milliseconds()); err != nil {
+		log.Warn("retire_failed", "err", err)
+	} else if retired > 0 {
+		log.Debug("segments_retired", "segments", retired)
+	}
+	if backlog {
+		if err := d.refreshBacklog(ctx, at); err != nil {
+			d.metrics.pending.Reset()
+			log.Warn("backlog_failed", "err", err)
+		}
+	}
+	return result
+}
+
+// backlogTick reports whether the tick at `at` refreshes the backlog gauge:
+// the first tick of every BacklogEvery period (counted from the epoch).
+// Its winner refreshes, the other instances drop their series, so at any
+// time one instance exports pending_tasks and sum() over instances is right.
+func (d *Dispatcher) backlogTick(at time.Time) bool {
+	every := d.cfg.BacklogEvery.Milliseconds()
+	return every > 0 && at.UnixMilli()%every < d.cfg.Tick.Milliseconds()
+}
+
+// emit writes one scan task per due zset in one batch and returns how many.
+func (d *Dispatcher) emit(ctx context.Context, until int64) (int, error) {
+	keys, err := d.ix.DueKeys(ctx, until)
+	if err != nil {
+		return 0, fmt.Errorf("dispatcher: due keys: %w", err)
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	msgs := make([]kafka.Message, len(keys))
+	for i, k := range keys {
+		msgs[i] = ScanTask{Zset: k, Until: until}.Message()
+		msgs[i].Topic = d.cfg.ScanTopic
+	}
+	if err := d.w.WriteMessages(ctx, msgs...); err != nil {
+		return 0, fmt.Errorf("dispatcher: write %d scan tasks: %w", len(msgs), err)
+	}
+	d.metrics.emitted.Add(float64(len(msgs)))
+	return len(msgs), nil
+}
+
+// refreshBacklog sets the pending_tasks gauge from the index backlog,
+// bucketed by how far from now each segment ends.
+func (d *Dispatcher) refreshBacklog(ctx context.Context, now time.Time) error {
+	segs, err := d.ix.Backlog(ctx)
+	if err != nil {
+		return fmt.Errorf("dispatcher: backlog: %w", err)
+	}
+	counts := bucketize(segs, now.UnixMilli())
+	for i, b := range dueBuckets {
+		d.metrics.pending.WithLabelValues(b).Set(float64(counts[i]))
+	}
+	return nil
+}
+
+// bucketize sums the pending counts per due bucket: overdue for segments
+// that ended at or before now, then by how soon they end.
+func bucketize(segs []zset.SegmentCount, now int64) []int64 {
+	counts := make([]int64, len(dueBuckets))
+	for _, s := range segs {
+		left := time.Duration(s.End-now) * time.Millisecond
+		var i int
+		switch {
+		case left <= 0:
+			i = 0
+		case left <= time.Minute:
+			i = 1
+		case left <= time.Hour:
+			i = 2
+		case left <= 24*time.Hour:
+			i = 3
+		default:
+			i = 4
+		}
+		counts[i] += s.Pending
+	}
+	return counts
+}

@@ -1,0 +1,351 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/zset"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+)
+
+func TestScanTask(t *testing.T) {
+	s := ScanTask{Zset: "delayq:202501311459:17", Until: 1738335600000}
+	m := s.Message()
+	if m.Topic != dqkafka.TopicScan || string(m.Key) != s.Zset {
+		t.Fatalf("Message() = topic %q key %q", m.Topic, m.Key)
+	}
+	if want := `{"zset":"delayq:202501311459:17","until":1738335600000}`; string(m.Value) != want {
+		t.Fatalf("value %s, want %s", m.Value, want)
+	}
+	got, err := ParseScanTask(m)
+	if err != nil || got != s {
+		t.Fatalf("ParseScanTask(Message()) = %+v, %v", got, err)
+	}
+
+	bad := []struct {
+		name string
+		m    kafka.Message
+	}{
+		{"not json", kafka.Message{Value: []byte("zset")}},
+		{"no zset", kafka.Message{Value: []byte(`{"until":5}`)}},
+		{"no until", kafka.Message{Value: []byte(`{"zset":"a"}`)}},
+		{"negative until", kafka.Message{Value: []byte(`{"zset":"a","until":-1}`)}},
+		{"key is another zset", kafka.Message{Key: []byte("b"), Value: []byte(`{"zset":"a","until":5}`)}},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := ParseScanTask(tt.m); !errors.Is(err, ErrBadScanTask) {
+				t.Fatalf("ParseScanTask = %v, want ErrBadScanTask", err)
+			}
+		})
+	}
+	if got, err := ParseScanTask(kafka.Message{Value: []byte(`{"zset":"a","until":5}`)}); err != nil || got.Zset != "a" {
+		t.Fatalf("without key: %+v, %v", got, err)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr bool
+	}{
+		{"zero is default", Config{}, false},
+		{"one second", Config{Tick: time.Second}, false},
+		{"sub-second", Config{Tick: 500 * time.Millisecond}, true},
+		{"fractional", Config{Tick: 1500 * time.Millisecond}, true},
+		{"negative grace", Config{RetireGrace: -time.Second}, true},
+		{"scan into input", Config{ScanTopic: dqkafka.TopicInput}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			cfg.setDefaults()
+			if err := cfg.Validate(); (err != nil) != tt.wantErr {
+				t.Fatalf("Validate() = %v, wantErr %v", err, tt.wantErr)
+			}
+		})
+	}
+	cfg := Config{Tick: 10 * time.Second}
+	cfg.setDefaults()
+	if cfg.RetireGrace != time.Minute || cfg.BacklogEvery != time.Minute || cfg.ScanTopic != dqkafka.TopicScan || cfg.LockPrefix != "delayq" {
+		t.Fatalf("defaults for a 10s tick: %+v", cfg)
+	}
+	cfg = Config{Tick: 5 * time.Minute}
+	cfg.setDefaults()
+	if cfg.RetireGrace != 10*time.Minute || cfg.BacklogEvery != 5*time.Minute {
+		t.Fatalf("defaults for a 5m tick: %+v", cfg)
+	}
+	if _, err := New(Config{}, nil, nil, nil); err == nil {
+		t.Fatal("New with nil dependencies succeeded")
+	}
+}
+
+func TestNextTickAndLockName(t *testing.T) {
+	d := &Dispatcher{cfg: Config{Tick: 7 * time.Second, LockPrefix: "p"}}
+	now := time.UnixMilli(1_738_335_601_234)
+	next := d.nextTick(now)
+	if next.UnixMilli()%7000 != 0 || !next.After(now) || next.Sub(now) > 7*time.Second {
+		t.Fatalf("nextTick(%v) = %v", now, next)
+	}
+	if on := d.nextTick(next); on.Sub(next) != 7*time.Second {
+		t.Fatalf("nextTick on a tick = %v, want the following tick", on)
+	}
+	if got := d.lockName(time.Unix(1_738_335_600, 0)); got != "p:dispatch:1738335600" {
+		t.Fatalf("lockName = %q", got)
+	}
+}
+
+func TestBucketize(t *testing.T) {
+	now := int64(10 * 24 * 3600 * 1000)
+	seg := func(endIn time.Duration, n int64) zset.SegmentCount {
+		return zset.SegmentCount{End: now + endIn.Milliseconds(), Pending: n}
+	}
+	got := bucketize([]zset.SegmentCount{
+		seg(-time.Hour, 1), seg(0, 2), // overdue
+		seg(time.Second, 4), seg(time.Minute, 8), // under_1m
+		seg(time.Hour, 16),                             // under_1h
+		seg(23*time.Hour, 32),                          // under_1d
+		seg(25*time.Hour, 64), seg(720*time.Hour, 128), // later
+	}, now)
+	if want := []int64{3, 12, 16, 32, 192}; !slices.Equal(got, want) {
+		t.Fatalf("bucketize = %v, want %v", got, want)
+	}
+}
+
+// fakeScanner is the Writer of the unit tests: it records every scan task
+// and, like a scanner, drains what the task covers from the index.
+type fakeScanner struct {
+	ix *zset.Index
+
+	mu      sync.Mutex
+	fail    int // fail this many writes first
+	writes  [][]ScanTask
+	scanned map[zset.Entry][]int64 // entry -> until of every scan that delivered it
+}
+
+func (f *fakeScanner) WriteMessages(ctx context.Context, msgs ...kafka.Message) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail > 0 {
+		f.fail--
+		return errors.New("broker down")
+	}
+	var batch []ScanTask
+	for _, m := range msgs {
+		s, err := ParseScanTask(m)
+		if err != nil {
+			return err
+		}
+		if m.Topic != "scan" {
+			return errors.New("wrong topic " + m.Topic)
+		}
+		batch = append(batch, s)
+		es, err := f.ix.Due(ctx, s.Zset, s.Until, 0)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			f.scanned[e] = append(f.scanned[e], s.Until)
+		}
+		if err := f.ix.Remove(ctx, s.Zset, es); err != nil {
+			return err
+		}
+	}
+	f.writes = append(f.writes, batch)
+	return nil
+}
+
+func counter(t *testing.T, c prometheus.Collector) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 1)
+	c.Collect(ch)
+	var m dto.Metric
+	if err := (<-ch).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+}
+
+// TestTwoDispatchersShareRedis runs two dispatchers against one miniredis
+// in a synctest bubble for six 1-minute ticks of fake time: at every tick
+// exactly one wins, every due task is scanned exactly once at the first tick
+// at or after its exec_at (never before), nothing not yet due is scanned,
+// drained segments retire and a failed write loses nothing.
+func TestTwoDispatchersShareRedis(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		mr := miniredis.NewMiniRedis()
+		defer mr.Close()
+		newClient := func() *redis.Client {
+			return redis.NewClient(&redis.Options{
+				// An IP address: go-redis resolves a host name at start,
+				// and DNS lookups cannot run inside a synctest bubble.
+				Addr:   "127.0.0.1:6379",
+				Dialer: func(context.Context, string, string) (net.Conn, error) { return mr.Dial() },
+			})
+		}
+		c := newClient()
+		defer c.Close()
+		ix, err := zset.New(c, zset.Config{Shards: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// The bubble starts at 2000-01-01 00:00:00 UTC, a tick boundary.
+		start := time.Now()
+		at := func(d time.Duration) int64 { return start.Add(d).UnixMilli() }
+		entries := []zset.Entry{
+			{ID: 1, ExecAt: at(-time.Hour)},                     // overdue: first tick
+			{ID: 2, ExecAt: at(30 * time.Second)},               // tick 1m
+			{ID: 3, ExecAt: at(time.Minute)},                    // exactly on tick 1m
+			{ID: 4, ExecAt: at(time.Minute + time.Millisecond)}, // tick 2m
+			{ID: 5, ExecAt: at(2*time.Minute + 30*time.Second)}, // tick 3m fails to write: tick 4m
+			{ID: 6, ExecAt: at(time.Hour)},                      // later than the test
+		}
+		for i := range 50 {
+			entries = append(entries, zset.Entry{ID: uint64(100 + i), ExecAt: at(90 * time.Second)}) // tick 2m
+		}
+		if err := ix.Add(ctx, start, entries); err != nil {
+			t.Fatal(err)
+		}
+
+		scanner := &fakeScanner{ix: ix, scanned: map[zset.Entry][]int64{}}
+		var ds []*Dispatcher
+		var regs []*prometheus.Registry
+		var wg sync.WaitGroup
+		for range 2 {
+			c := newClient()
+			defer c.Close()
+			dix, err := zset.New(c, zset.Config{Shards: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := prometheus.NewRegistry()
+			d, err := New(Config{ScanTopic: "scan", Registerer: reg}, dix, redsync.New(goredis.NewPool(c)), scanner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, regs = append(ds, d), append(regs, reg)
+			wg.Go(func() {
+				if err := d.Run(ctx); err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			})
+		}
+
+		// Ticks at 1m, 2m, 3m (the write fails), 4m, 5m, 6m.
+		time.Sleep(2*time.Minute + 30*time.Second)
+		synctest.Wait()
+		scanner.mu.Lock()
+		scanner.fail = 1
+		scanner.mu.Unlock()
+		time.Sleep(4 * time.Minute)
+		synctest.Wait()
+		cancel()
+		wg.Wait()
+
+		var won, lost, failed float64
+		for _, d := range ds {
+			won += counter(t, d.metrics.ticks.WithLabelValues(resultWon))
+			lost += counter(t, d.metrics.ticks.WithLabelValues(resultLost))
+			failed += counter(t, d.metrics.ticks.WithLabelValues(resultError))
+		}
+		if won != 5 || failed != 1 || lost != 6 {
+			t.Fatalf("ticks won %v, error %v, lost %v; want 5, 1, 6 (one winner per tick)", won, failed, lost)
+		}
+
+		want := map[uint64]time.Duration{1: time.Minute, 2: time.Minute, 3: time.Minute, 4: 2 * time.Minute, 5: 4 * time.Minute}
+		for i := range 50 {
+			want[uint64(100+i)] = 2 * time.Minute
+		}
+		for _, e := range entries {
+			got := scanner.scanned[e]
+			tick, due := want[e.ID]
+			switch {
+			case !due && len(got) > 0:
+				t.Errorf("entry %d (exec_at +%v) scanned at %v, before it was due", e.ID, time.UnixMilli(e.ExecAt).Sub(start), got)
+			case due && !slices.Equal(got, []int64{at(tick)}):
+				t.Errorf("entry %d scanned by %v, want once at +%v (%d)", e.ID, got, tick, at(tick))
+			}
+		}
+		for _, batch := range scanner.writes {
+			for _, s := range batch[1:] {
+				if s.Until != batch[0].Until {
+					t.Fatalf("one batch mixes ticks: %+v", batch)
+				}
+			}
+		}
+		var emitted float64
+		for _, d := range ds {
+			emitted += counter(t, d.metrics.emitted)
+		}
+		if emitted == 0 || int(emitted) != countTasks(scanner.writes) {
+			t.Fatalf("scan_tasks_emitted_total = %v, writes hold %d", emitted, countTasks(scanner.writes))
+		}
+
+		// Segments 00:00 (which also took the overdue entry), 00:01 and
+		// 00:02 were drained and ended before 6m - 2m (the grace): retired.
+		// 01:00 still holds entry 6.
+		segs, err := ix.Backlog(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range segs {
+			names = append(names, s.Segment)
+		}
+		if want := []string{"200001010100"}; !slices.Equal(names, want) {
+			t.Fatalf("registry after 6 ticks = %v, want %v", names, want)
+		}
+
+		// The winner of the last tick refreshed the backlog gauge (entry 6
+		// is due in under an hour), the loser dropped its series.
+		var exporters int
+		for _, reg := range regs {
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mf := range mfs {
+				if mf.GetName() != "delayq_pending_tasks" {
+					continue
+				}
+				exporters++
+				for _, m := range mf.GetMetric() {
+					want := 0.0
+					if m.GetLabel()[0].GetValue() == "under_1h" {
+						want = 1
+					}
+					if m.GetGauge().GetValue() != want {
+						t.Errorf("pending_tasks{%s} = %v, want %v", m.GetLabel()[0].GetValue(), m.GetGauge().GetValue(), want)
+					}
+				}
+			}
+		}
+		if exporters != 1 {
+			t.Fatalf("%d instances export pending_tasks, want 1", exporters)
+		}
+	})
+}
+
+func countTasks(writes [][]ScanTask) int {
+	n := 0
+	for _, w := range writes {
+		n += len(w)
+	}
+	return n
+}

@@ -1,0 +1,43 @@
+// Package dispatcher turns the clock into scan tasks. At every tick one
+// dispatcher instance of the fleet wins a Redis lock for that tick and
+// writes, to the scan topic, one scan task per zset of the index that holds
+// something due; the scanners do the rest.
+//
+// # Ticks
+//
+// Ticks fall on wall-clock multiples of Config.Tick counted from the unix
+// epoch (with the default 1m: every minute on the minute), so all instances
+// agree on them without talking to each other. The tick at time T closes the
+// interval (T-Tick, T]: its scan tasks carry until = T in unix milliseconds,
+// and a scan reads the members with score <= until. A task is therefore
+// never delivered before its exec_at and at most about one tick after it.
+//
+// # Election
+//
+// At tick T every instance makes exactly one attempt (redsync.WithTries(1))
+// at the redsync mutex "{LockPrefix}:dispatch:{T as unix seconds}". Its
+// expiry is longer than the tick (Tick + max(Tick, 30s)) so an instance
+// whose clock lags cannot win the same tick again, and the winner never
+// unlocks it early; the key expires by itself. The winner then
+//
+//  1. lists the due zsets (Index.DueKeys(until = T)),
+//  2. writes one ScanTask per zset to the scan topic in one WriteMessages
+//     call, Kafka key = zset key, so one zset is always scanned by one
+//     partition,
+//  3. retires drained segments that ended before T - RetireGrace,
+//  4. on the first tick of every BacklogEvery period, refreshes the
+//     pending_tasks gauge from Index.Backlog; the losers of that tick drop
+//     their pending_tasks series, so exactly one instance exports it and
+//     sum() over instances is the backlog.
+//
+// Invariants: a missed or failed tick loses nothing, because a scan has an
+// upper bound only and a zset that is not drained stays registered and due;
+// the next tick lists it again. redsync has no fencing, so two instances can
+// rarely both emit for one tick; a duplicate scan task is harmless, since a
+// scan removes only what it read and delivered.
+//
+// # Goroutines
+//
+// Run works in the calling goroutine and starts none; it returns when ctx
+// is done.
+package dispatcher

@@ -1,0 +1,273 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/deploy/stacktest"
+	dqkafka "github.com/delayq/delayq/kafka"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// delaydBinary builds cmd/delayd once per test binary.
+func delaydBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "delayq-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "delayd")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/delayq/delayq/cmd/delayd").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build delayd: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// env is one test's isolated corner of the shared stack.
+type env struct {
+	t       *testing.T
+	brokers []string
+	redis   string
+	zk      string
+	run     string // unique per test: Redis prefix, HBase table, topic suffix
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{
+		t:       t,
+		brokers: stacktest.Kafka(t),
+		redis:   stacktest.Redis(t),
+		zk:      stacktest.HBase(t),
+		run:     fmt.Sprintf("e2e%d", time.Now().UnixNano()),
+	}
+	return e
+}
+
+func (e *env) topic(name string) string { return name + "-" + e.run }
+
+// daemon is one running delayd process.
+type daemon struct {
+	cmd  *exec.Cmd
+	http string
+	logs *bytes.Buffer
+	done chan struct{}
+	err  error
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// start runs delayd with this test's prefix and table and a 1 s tick, and
+// waits for /readyz.
+func (e *env) start(extra ...string) *daemon {
+	e.t.Helper()
+	d := &daemon{http: freePort(e.t), logs: &bytes.Buffer{}, done: make(chan struct{})}
+	args := append([]string{
+		"--brokers", e.brokers[0], "--redis", e.redis, "--hbase-zk", e.zk,
+		"--table", e.run, "--prefix", e.run, "--tick", "1s", "--http", d.http,
+		"--salts", "4", "--log-level", "info",
+	}, extra...)
+	d.cmd = exec.Command(delaydBinary(e.t), args...)
+	d.cmd.Stdout = d.logs
+	d.cmd.Stderr = &syncWriter{w: d.logs}
+	d.cmd.Env = os.Environ()
+	if err := d.cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	e.t.Cleanup(func() { d.kill() })
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := http.Get("http://" + d.http + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return d
+			}
+		}
+		select {
+		case <-d.done:
+			e.t.Fatalf("delayd exited before ready: %v\n%s", d.err, d.logs.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("delayd not ready after 90s\n%s", d.logs.String())
+		}
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+		if d.err != nil {
+			t.Fatalf("delayd exited with %v after SIGTERM\n%s", d.err, d.logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("delayd still running 60s after SIGTERM\n%s", d.logs.String())
+	}
+}
+
+// kill sends SIGKILL (kill -9) and waits for the process to go.
+func (d *daemon) kill() {
+	select {
+	case <-d.done:
+		return
+	default:
+	}
+	d.cmd.Process.Kill()
+	<-d.done
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// produce writes input messages to delay-input with RequireAll.
+func (e *env) produce(ctx context.Context, msgs []kafka.Message) {
+	e.t.Helper()
+	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: e.brokers})
+	defer w.Close()
+	for chunk := range slices.Chunk(msgs, 1000) {
+		for i := range chunk {
+			if chunk[i].Topic == "" {
+				chunk[i].Topic = dqkafka.TopicInput
+			}
+			if chunk[i].Time.IsZero() {
+				chunk[i].Time = time.Now()
+			}
+		}
+		if err := w.WriteMessages(ctx, chunk...); err != nil {
+			e.t.Fatalf("produce: %v", err)
+		}
+	}
+}
+
+// received is one message read from a topic, with the time it was read.
+type received struct {
+	msg kafka.Message
+	at  time.Time
+}
+
+// collector reads a topic from its start until stopped.
+type collector struct {
+	mu   sync.Mutex
+	msgs []received
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func (e *env) collect(topic string) *collector {
+	e.t.Helper()
+	if err := dqkafka.EnsureTopics(context.Background(), e.brokers, []dqkafka.TopicSpec{{Name: topic, Partitions: 4, ReplicationFactor: 1}}); err != nil {
+		e.t.Fatalf("create %s: %v", topic, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &collector{stop: cancel, done: make(chan struct{})}
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: e.brokers, Topic: topic, GroupID: "collect-" + e.run + "-" + topic,
+		StartOffset: kafka.FirstOffset, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond,
+		CommitInterval: time.Second,
+	})
+	go func() {
+		defer close(c.done)
+		defer r.Close()
+		for {
+			m, err := r.FetchMessage(ctx)
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.msgs = append(c.msgs, received{msg: m, at: time.Now()})
+			c.mu.Unlock()
+		}
+	}()
+	e.t.Cleanup(c.close)
+	return c
+}
+
+func (c *collector) close() {
+	c.stop()
+	<-c.done
+}
+
+func (c *collector) snapshot() []received {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.msgs)
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func header(m kafka.Message, key string) string {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// percentile of sorted durations, p in [0,1].
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

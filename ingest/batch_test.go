@@ -1,0 +1,461 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/payload"
+)
+
+var testNow = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// msg is an input message at partition/offset with header pairs.
+func msg(partition int, offset int64, kv ...string) kafka.Message {
+	m := kafka.Message{
+		Topic:     "delay-input",
+		Partition: partition,
+		Offset:    offset,
+		Key:       []byte("k" + strconv.FormatInt(offset, 10)),
+		Value:     []byte("v" + strconv.FormatInt(offset, 10)),
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Headers = append(m.Headers, kafka.Header{Key: kv[i], Value: []byte(kv[i+1])})
+	}
+	return m
+}
+
+func valid(offset int64) kafka.Message {
+	at := testNow.Add(time.Minute + time.Duration(offset)*time.Second)
+	switch offset % 3 {
+	case 0:
+		return msg(0, offset, payload.HeaderTopic, "biz", payload.HeaderAt, at.Format(time.RFC3339), "trace", "t1")
+	case 1:
+		return msg(0, offset, payload.HeaderTopic, "biz", payload.HeaderAt, strconv.FormatInt(at.UnixMilli(), 10))
+	default:
+		return msg(0, offset, payload.HeaderTopic, "biz", payload.HeaderAfter, "90s")
+	}
+}
+
+func cancel(offset int64) kafka.Message {
+	return msg(1, offset, payload.HeaderOp, payload.OpCancel, payload.HeaderID, "task-"+strconv.FormatInt(offset, 10),
+		payload.HeaderAt, testNow.Add(time.Hour).Format(time.RFC3339))
+}
+
+func malformed(offset int64) kafka.Message {
+	return msg(2, offset, payload.HeaderAt, testNow.Add(time.Hour).Format(time.RFC3339), "trace", "t2") // no delay-topic
+}
+
+type fixture struct {
+	in    *Ingester
+	store *fakeStore
+	ix    *fakeIndex
+	w     *fakeWriter
+	ev    *events
+}
+
+func newFixture(t *testing.T, edit func(*Config)) *fixture {
+	t.Helper()
+	ev := &events{}
+	f := &fixture{ev: ev, store: &fakeStore{ev: ev}, ix: &fakeIndex{ev: ev}, w: &fakeWriter{ev: ev}}
+	cfg := Config{
+		Brokers:    []string{"127.0.0.1:1"},
+		Retries:    3,
+		Backoff:    time.Millisecond,
+		MaxBackoff: 4 * time.Millisecond,
+		Registerer: prometheus.NewRegistry(),
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	in, err := New(cfg, f.store, f.ix, f.w)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	f.in = in
+	return f
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func header(m kafka.Message, key string) (string, bool) {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
+}
+
+func TestHandle(t *testing.T) {
+	mix := []kafka.Message{valid(0), valid(1), valid(2), cancel(3), malformed(4)}
+	type failedWant struct {
+		offset int64
+		reason string // substring of delay-error
+	}
+	tests := []struct {
+		name      string
+		msgs      []kafka.Message
+		store     script
+		index     script
+		writer    script
+		writeFail func(kafka.Message, int) error
+		limit     int
+
+		wantErr      bool
+		wantPuts     int // Put calls
+		wantStored   int // tasks stored
+		wantAdds     int // Add calls
+		wantIndexed  int // entries indexed
+		wantFailed   []failedWant
+		wantAccepted float64
+		wantCancels  float64
+		wantReasons  map[string]float64
+	}{
+		{
+			name: "valid in three time formats and a cancel", msgs: []kafka.Message{valid(0), valid(1), valid(2), cancel(3)},
+			wantPuts: 1, wantStored: 4, wantAdds: 1, wantIndexed: 3, wantAccepted: 3, wantCancels: 1,
+		},
+		{
+			name: "malformed goes to failed with reason and original bytes", msgs: mix,
+			wantPuts: 1, wantStored: 4, wantAdds: 1, wantIndexed: 3,
+			wantFailed:   []failedWant{{4, "delay-topic"}},
+			wantAccepted: 3, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1},
+		},
+		{
+			name: "only malformed: no store calls", msgs: []kafka.Message{malformed(0), malformed(1)},
+			wantFailed:  []failedWant{{0, "delay-topic"}, {1, "delay-topic"}},
+			wantReasons: map[string]float64{ReasonContract: 2},
+		},
+		{
+			name: "cancels only: no index add", msgs: []kafka.Message{cancel(0), cancel(1)},
+			wantPuts: 1, wantStored: 2, wantCancels: 2,
+		},
+		{
+			name: "store error then success is retried", msgs: mix, store: script{errs: []error{errBoom, errBoom}},
+			wantPuts: 3, wantStored: 4, wantAdds: 1, wantIndexed: 3,
+			wantFailed:   []failedWant{{4, "delay-topic"}},
+			wantAccepted: 3, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1},
+		},
+		{
+			name: "store error exhausted goes to failed", msgs: mix, store: script{forever: errBoom},
+			wantPuts:    3,
+			wantFailed:  []failedWant{{0, "store: put: 3 attempts: boom"}, {1, "store"}, {2, "store"}, {3, "store"}, {4, "delay-topic"}},
+			wantReasons: map[string]float64{ReasonContract: 1, ReasonStore: 4},
+		},
+		{
+			name: "index error then success is retried", msgs: mix, index: script{errs: []error{errBoom}},
+			wantPuts: 1, wantStored: 4, wantAdds: 2, wantIndexed: 3,
+			wantFailed:   []failedWant{{4, "delay-topic"}},
+			wantAccepted: 3, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1},
+		},
+		{
+			name: "index error exhausted goes to failed", msgs: mix, index: script{forever: errBoom},
+			wantPuts: 1, wantStored: 4, wantAdds: 3,
+			wantFailed:  []failedWant{{0, "index: add: 3 attempts: boom"}, {1, "index"}, {2, "index"}, {3, "index"}, {4, "delay-topic"}},
+			wantReasons: map[string]float64{ReasonContract: 1, ReasonIndex: 4},
+		},
+		{
+			name: "failed write error then success is retried", msgs: mix, writer: script{errs: []error{errBoom}},
+			wantPuts: 1, wantStored: 4, wantAdds: 1, wantIndexed: 3,
+			wantFailed:   []failedWant{{4, "delay-topic"}},
+			wantAccepted: 3, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1},
+		},
+		{
+			name: "failed write exhausted is an error and counts nothing", msgs: mix, writer: script{forever: errBoom},
+			wantErr:  true,
+			wantPuts: 1, wantStored: 4, wantAdds: 1, wantIndexed: 3,
+		},
+		{
+			name: "partial write errors retry only the failed messages",
+			msgs: []kafka.Message{malformed(0), malformed(1), malformed(2)},
+			writeFail: func(m kafka.Message, call int) error {
+				if call == 0 && m.Offset == 1 {
+					return kafka.NotLeaderForPartition
+				}
+				return nil
+			},
+			wantFailed:  []failedWant{{0, "delay-topic"}, {1, "delay-topic"}, {2, "delay-topic"}},
+			wantReasons: map[string]float64{ReasonContract: 3},
+		},
+		{
+			name: "failed message too large loses its value",
+			msgs: []kafka.Message{malformed(0), func() kafka.Message {
+				m := malformed(1)
+				m.Value = make([]byte, 100)
+				return m
+			}()},
+			limit:       10,
+			wantFailed:  []failedWant{{0, "delay-topic"}, {1, "value of 100 bytes dropped"}},
+			wantReasons: map[string]float64{ReasonContract: 2},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.store.script, f.ix.script, f.w.script = tt.store, tt.index, tt.writer
+			f.w.fail, f.w.limit = tt.writeFail, tt.limit
+
+			err := f.in.handle(t.Context(), tt.msgs, testNow)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("handle error = %v, want error %v", err, tt.wantErr)
+			}
+
+			puts, stored := f.store.snapshot()
+			if puts != tt.wantPuts || len(stored) != tt.wantStored {
+				t.Errorf("Put calls, tasks = %d, %d; want %d, %d", puts, len(stored), tt.wantPuts, tt.wantStored)
+			}
+			adds, entries := f.ix.snapshot()
+			if adds != tt.wantAdds || len(entries) != tt.wantIndexed {
+				t.Errorf("Add calls, entries = %d, %d; want %d, %d", adds, len(entries), tt.wantAdds, tt.wantIndexed)
+			}
+			for _, e := range entries {
+				i := slices.IndexFunc(stored, func(t payload.Task) bool { return t.ID == e.ID })
+				if i < 0 || stored[i].Cancel || stored[i].ExecAt != e.ExecAt {
+					t.Errorf("indexed %+v does not match a stored task", e)
+				}
+			}
+
+			_, written := f.w.snapshot()
+			if !tt.wantErr {
+				if len(written) != len(tt.wantFailed) {
+					t.Fatalf("failed topic got %d messages, want %d", len(written), len(tt.wantFailed))
+				}
+				for _, want := range tt.wantFailed {
+					checkFailed(t, tt.msgs, written, want.offset, want.reason)
+				}
+			}
+
+			if got := counterValue(f.in.m.accepted); got != tt.wantAccepted {
+				t.Errorf("accepted = %v, want %v", got, tt.wantAccepted)
+			}
+			if got := counterValue(f.in.m.cancels); got != tt.wantCancels {
+				t.Errorf("cancels = %v, want %v", got, tt.wantCancels)
+			}
+			for _, r := range []string{ReasonContract, ReasonStore, ReasonIndex} {
+				if got := counterValue(f.in.m.failed.WithLabelValues(r)); got != tt.wantReasons[r] {
+					t.Errorf("failed{reason=%s} = %v, want %v", r, got, tt.wantReasons[r])
+				}
+			}
+		})
+	}
+}
+
+// checkFailed finds the failed-topic copy of the input at offset and checks
+// it carries the original key, value and headers, the reason and the source.
+func checkFailed(t *testing.T, inputs, written []kafka.Message, offset int64, reason string) {
+	t.Helper()
+	i := slices.IndexFunc(inputs, func(m kafka.Message) bool { return m.Offset == offset })
+	j := slices.IndexFunc(written, func(m kafka.Message) bool {
+		v, _ := header(m, HeaderSourceOffset)
+		return v == strconv.FormatInt(offset, 10)
+	})
+	if i < 0 || j < 0 {
+		t.Fatalf("offset %d: input %d, failed %d", offset, i, j)
+	}
+	orig, got := inputs[i], written[j]
+	if got.Topic != "delay-failed" {
+		t.Errorf("offset %d: topic %q, want delay-failed", offset, got.Topic)
+	}
+	if string(got.Key) != string(orig.Key) {
+		t.Errorf("offset %d: key %q, want %q", offset, got.Key, orig.Key)
+	}
+	if !strings.Contains(reason, "dropped") && string(got.Value) != string(orig.Value) {
+		t.Errorf("offset %d: value %q, want %q", offset, got.Value, orig.Value)
+	}
+	for _, h := range orig.Headers {
+		if v, ok := header(got, h.Key); !ok || v != string(h.Value) {
+			t.Errorf("offset %d: header %s = %q, want %q", offset, h.Key, v, h.Value)
+		}
+	}
+	if v, _ := header(got, payload.HeaderError); !strings.Contains(v, reason) {
+		t.Errorf("offset %d: delay-error %q, want it to contain %q", offset, v, reason)
+	}
+	if v, _ := header(got, HeaderSourceTopic); v != orig.Topic {
+		t.Errorf("offset %d: source topic %q, want %q", offset, v, orig.Topic)
+	}
+	if v, _ := header(got, HeaderSourcePartition); v != strconv.Itoa(orig.Partition) {
+		t.Errorf("offset %d: source partition %q, want %d", offset, v, orig.Partition)
+	}
+}
+
+func TestHandleStoredTasks(t *testing.T) {
+	f := newFixture(t, nil)
+	msgs := []kafka.Message{valid(0), valid(1), valid(2), cancel(3)}
+	msgs[2].Time = testNow.Add(-30 * time.Second) // delay-after counts from the message time
+	if err := f.in.handle(t.Context(), msgs, testNow); err != nil {
+		t.Fatal(err)
+	}
+	_, stored := f.store.snapshot()
+	want := []int64{
+		testNow.Add(time.Minute).UnixMilli(),
+		testNow.Add(time.Minute + time.Second).UnixMilli(),
+		testNow.Add(time.Minute).UnixMilli(), // 90s after a message 30s old
+		testNow.Add(time.Hour).UnixMilli(),
+	}
+	for i, task := range stored {
+		if task.ExecAt != want[i] {
+			t.Errorf("task %d: ExecAt %d, want %d", i, task.ExecAt, want[i])
+		}
+		if task.Topic != "biz" && !task.Cancel {
+			t.Errorf("task %d: topic %q", i, task.Topic)
+		}
+	}
+	if !stored[3].Cancel || stored[3].Name != "task-3" || stored[3].ID != payload.TaskID("task-3") {
+		t.Errorf("cancel stored as %+v", stored[3])
+	}
+	if stored[0].Name != payload.DerivedName("delay-input", 0, 0) {
+		t.Errorf("derived name %q", stored[0].Name)
+	}
+	if v, ok := header(kafka.Message{Headers: stored[0].Headers}, "trace"); !ok || v != "t1" {
+		t.Errorf("pass-through header lost: %+v", stored[0].Headers)
+	}
+}
+
+func TestHandleDuplicatesAreHarmless(t *testing.T) {
+	// Re-delivery: the same input twice in one batch and again in the next.
+	f := newFixture(t, nil)
+	msgs := []kafka.Message{valid(7), valid(7), cancel(8), cancel(8)}
+	for range 2 {
+		if err := f.in.handle(t.Context(), msgs, testNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, stored := f.store.snapshot()
+	ids := map[payload.Ref]bool{}
+	for _, task := range stored {
+		ids[task.Ref()] = true
+	}
+	if len(ids) != 2 {
+		t.Errorf("%d distinct (ID, ExecAt) stored, want 2", len(ids))
+	}
+}
+
+func TestHandleStoppingDoesNotFail(t *testing.T) {
+	// When ctx ends while the store is failing, the batch is neither sent to
+	// the failed topic nor reported stored: it stays uncommitted.
+	f := newFixture(t, func(c *Config) {
+		c.Retries = 100
+		c.Backoff = 10 * time.Millisecond
+		c.MaxBackoff = 10 * time.Millisecond
+	})
+	f.store.forever = errBoom
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	err := f.in.handle(ctx, []kafka.Message{valid(0)}, testNow)
+	if err == nil {
+		t.Fatal("handle = nil, want an error")
+	}
+	if calls, _ := f.w.snapshot(); calls != 0 {
+		t.Errorf("failed topic written %d times while stopping", calls)
+	}
+}
+
+func TestFailedMessageReplacesStaleHeaders(t *testing.T) {
+	f := newFixture(t, nil)
+	m := msg(3, 9, payload.HeaderError, "old", HeaderSourceOffset, "1", "x", "y")
+	got := f.in.failedMessage(m, "new")
+	var keys []string
+	for _, h := range got.Headers {
+		keys = append(keys, h.Key+"="+string(h.Value))
+	}
+	want := []string{"x=y", "delay-error=new", "delay-source-topic=delay-input", "delay-source-partition=3", "delay-source-offset=9"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("headers %v, want %v", keys, want)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	t.Run("defaults", func(t *testing.T) {
+		c := Config{Brokers: []string{"b:9092"}}
+		c.setDefaults()
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if c.GroupID != "delayq-ingest" || c.Input != "delay-input" || c.Slow != "delay-input-slow" || c.Failed != "delay-failed" {
+			t.Errorf("names: %q %q %q %q", c.GroupID, c.Input, c.Slow, c.Failed)
+		}
+		if c.BatchSize != DefaultBatchSize || c.BatchWait != DefaultBatchWait || c.SlowRate != DefaultSlowRate || c.Retries != DefaultRetries {
+			t.Errorf("batch: %+v", c)
+		}
+	})
+	t.Run("every problem at once", func(t *testing.T) {
+		c := Config{Input: "a", Slow: "a", BatchSize: -1, Retries: -2, Backoff: time.Second, MaxBackoff: time.Millisecond}
+		c.setDefaults()
+		err := c.Validate()
+		if !errors.Is(err, ErrConfig) {
+			t.Fatalf("Validate = %v, want ErrConfig", err)
+		}
+		for _, want := range []string{"brokers", "topics", "batch size", "retries", "max backoff"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not mention %s", err, want)
+			}
+		}
+	})
+	t.Run("nil dependencies", func(t *testing.T) {
+		_, err := New(Config{Brokers: []string{"b"}}, nil, nil, nil)
+		for _, want := range []string{"store", "index", "writer"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("New error %v does not mention %s", err, want)
+			}
+		}
+	})
+	t.Run("own topics never allowed as destinations", func(t *testing.T) {
+		f := newFixture(t, func(c *Config) {
+			c.Input, c.Slow, c.Failed = "in-x", "slow-x", "failed-x"
+			c.Decode.AllowTopic = func(s string) bool { return s != "forbidden" }
+		})
+		for topic, ok := range map[string]bool{"in-x": false, "slow-x": false, "failed-x": false, "delay-scan": false, "__consumer_offsets": false, "forbidden": false, "biz": true} {
+			m := msg(0, 1, payload.HeaderTopic, topic, payload.HeaderAfter, "1s")
+			_, err := payload.Decode(m, testNow, f.in.cfg.Decode)
+			if (err == nil) != ok {
+				t.Errorf("topic %s: Decode error %v, want allowed=%v", topic, err, ok)
+			}
+		}
+	})
+	t.Run("metrics are shared on one registry", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		cfg := Config{Brokers: []string{"b"}, Registerer: reg}
+		a, err := New(cfg, &fakeStore{}, &fakeIndex{}, &fakeWriter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := New(cfg, &fakeStore{}, &fakeIndex{}, &fakeWriter{})
+		if err != nil {
+			t.Fatalf("second New on the same registry: %v", err)
+		}
+		a.m.accepted.Inc()
+		b.m.accepted.Inc()
+		if got := counterValue(a.m.accepted); got != 2 {
+			t.Errorf("shared counter = %v, want 2", got)
+		}
+		mfs, err := reg.Gather()
+		if err != nil || len(mfs) != 6 { // delayq_ingest_lag has no series before a batch
+			t.Errorf("gathered %d metric families, %v; want 6", len(mfs), err)
+		}
+		// The scanner registers delayq_tasks_failed_total too; whoever comes
+		// second shares it, so its help text must match.
+		other := prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "delayq_tasks_failed_total",
+			Help: "Tasks that went to delay-failed (or were dropped), by reason.",
+		}, []string{"reason"})
+		var are prometheus.AlreadyRegisteredError
+		if err := reg.Register(other); !errors.As(err, &are) {
+			t.Errorf("registering the scanner's shape: %v, want AlreadyRegisteredError", err)
+		}
+	})
+}

@@ -1,0 +1,333 @@
+package payload
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+)
+
+// ErrContract is wrapped by every Decode error: the input message breaks the
+// wire contract and belongs on delay-failed, with the error text (the reason)
+// in its delay-error header.
+var ErrContract = errors.New("payload: contract violation")
+
+// Decode defaults.
+const (
+	DefaultMaxDelay   = 720 * time.Hour
+	DefaultMaxPayload = 1 << 20
+	// MaxNameLen is the longest delay-id accepted, in bytes.
+	MaxNameLen = 128
+)
+
+// DecodeConfig holds the limits Decode enforces. The zero value means the
+// defaults.
+type DecodeConfig struct {
+	// MaxDelay is the longest accepted delay from now (default 720h).
+	MaxDelay time.Duration
+	// MaxPayload bounds the bytes of key + value + header keys and values
+	// (default 1 MiB).
+	MaxPayload int
+	// AllowTopic reports whether a business topic may be delivered to. nil
+	// allows any topic. Internal topics (`__*`, delay-input,
+	// delay-input-slow, delay-scan, delay-failed) are never allowed.
+	AllowTopic func(string) bool
+}
+
+func (c *DecodeConfig) setDefaults() {
+	if c.MaxDelay == 0 {
+		c.MaxDelay = DefaultMaxDelay
+	}
+	if c.MaxPayload == 0 {
+		c.MaxPayload = DefaultMaxPayload
+	}
+}
+
+// Validate reports every invalid field at once.
+func (c DecodeConfig) Validate() error {
+	var errs []error
+	if c.MaxDelay < 0 {
+		errs = append(errs, fmt.Errorf("payload: MaxDelay %v is negative", c.MaxDelay))
+	}
+	if c.MaxPayload < 0 {
+		errs = append(errs, fmt.Errorf("payload: MaxPayload %d is negative", c.MaxPayload))
+	}
+	return errors.Join(errs...)
+}
+
+// contractError reads as its reason and wraps ErrContract.
+type contractError struct{ reason string }
+
+func (e *contractError) Error() string { return e.reason }
+func (e *contractError) Unwrap() error { return ErrContract }
+
+func violation(format string, args ...any) error {
+	return &contractError{reason: fmt.Sprintf(format, args...)}
+}
+
+// Decode turns an input record into a Task. now is the reference for
+// validation; delay-after is relative to m.Time (now when m.Time is zero).
+// Errors wrap ErrContract and read as a reason, e.g.
+// `delay-at: "tomorrow" is not RFC 3339 or unix ms`.
+//
+// Rules: delay-topic is required (optional for a cancel) and must be allowed;
+// exactly one of delay-at (RFC 3339 or unix ms) and delay-after (Go duration
+// or seconds, >= 0); the due time may be in the past (due at once) but not
+// more than MaxDelay after now; delay-id is optional, 1..128 bytes; delay-op
+// is absent or "cancel", and a cancel needs delay-id and delay-at; each
+// control header at most once; key + value + headers at most MaxPayload
+// bytes. Without delay-id the name is DerivedName(m.Topic, m.Partition,
+// m.Offset). Control headers (and a stale delay-error) are not passed
+// through.
+func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
+	cfg.setDefaults()
+
+	var (
+		ctl  [numControl]*kafka.Header
+		pass []kafka.Header
+		size = len(m.Key) + len(m.Value)
+	)
+	for i := range m.Headers {
+		h := &m.Headers[i]
+		size += len(h.Key) + len(h.Value)
+		c := controlIndex(h.Key)
+		if c < 0 {
+			pass = append(pass, *h)
+			continue
+		}
+		if ctl[c] != nil {
+			return Task{}, violation("%s: header given more than once", h.Key)
+		}
+		ctl[c] = h
+	}
+	if size > cfg.MaxPayload {
+		return Task{}, violation("payload: %d bytes of key, value and headers, over the %d-byte limit", size, cfg.MaxPayload)
+	}
+
+	var t Task
+	if h := ctl[ctlOp]; h != nil {
+		switch op := string(h.Value); op {
+		case OpCancel:
+			t.Cancel = true
+		default:
+			return Task{}, violation("%s: unknown op %s (want %q)", HeaderOp, quote(h.Value), OpCancel)
+		}
+	}
+
+	if h := ctl[ctlTopic]; h != nil {
+		topic := string(h.Value)
+		if err := checkTopic(topic, cfg.AllowTopic); err != nil {
+			return Task{}, err
+		}
+		t.Topic = topic
+	} else if !t.Cancel {
+		return Task{}, violation("%s: missing", HeaderTopic)
+	}
+
+	at, after := ctl[ctlAt], ctl[ctlAfter]
+	switch {
+	case at != nil && after != nil:
+		return Task{}, violation("%s and %s: give exactly one, not both", HeaderAt, HeaderAfter)
+	case t.Cancel && at == nil:
+		return Task{}, violation("%s: cancel needs %s (the task's due time)", HeaderOp, HeaderAt)
+	case at != nil:
+		ms, err := parseAt(at.Value)
+		if err != nil {
+			return Task{}, err
+		}
+		t.ExecAt = ms
+	case after != nil:
+		d, err := parseAfter(after.Value)
+		if err != nil {
+			return Task{}, err
+		}
+		if d > cfg.MaxDelay {
+			return Task{}, violation("%s: %v is over the maximum delay %v", HeaderAfter, d, cfg.MaxDelay)
+		}
+		base := m.Time
+		if base.IsZero() {
+			base = now
+		}
+		t.ExecAt = base.Add(d).UnixMilli()
+		if t.ExecAt < 0 {
+			return Task{}, violation("%s: due time before 1970", HeaderAfter)
+		}
+	default:
+		return Task{}, violation("%s or %s: missing (give exactly one)", HeaderAt, HeaderAfter)
+	}
+	if ahead := t.ExecAt - now.UnixMilli(); ahead > cfg.MaxDelay.Milliseconds() {
+		when := HeaderAt
+		if after != nil {
+			when = HeaderAfter
+		}
+		return Task{}, violation("%s: due %s, more than the maximum delay %v ahead",
+			when, FormatTime(t.ExecAt), cfg.MaxDelay)
+	}
+
+	if h := ctl[ctlID]; h != nil {
+		switch n := len(h.Value); {
+		case n == 0:
+			return Task{}, violation("%s: empty", HeaderID)
+		case n > MaxNameLen:
+			return Task{}, violation("%s: %d bytes, over the %d-byte limit", HeaderID, n, MaxNameLen)
+		}
+		t.Name = string(h.Value)
+	} else if t.Cancel {
+		return Task{}, violation("%s: cancel needs %s", HeaderOp, HeaderID)
+	} else {
+		t.Name = DerivedName(m.Topic, m.Partition, m.Offset)
+	}
+	t.ID = TaskID(t.Name)
+
+	if !t.Cancel {
+		t.Key = m.Key
+		t.Value = m.Value
+		t.Headers = pass
+	}
+	return t, nil
+}
+
+// Control headers, by index into Decode's table.
+const (
+	ctlTopic = iota
+	ctlAt
+	ctlAfter
+	ctlID
+	ctlOp
+	ctlError
+	numControl
+)
+
+func controlIndex(key string) int {
+	if !strings.HasPrefix(key, "delay-") {
+		return -1
+	}
+	switch key {
+	case HeaderTopic:
+		return ctlTopic
+	case HeaderAt:
+		return ctlAt
+	case HeaderAfter:
+		return ctlAfter
+	case HeaderID:
+		return ctlID
+	case HeaderOp:
+		return ctlOp
+	case HeaderError:
+		return ctlError
+	}
+	return -1
+}
+
+// internalTopic mirrors kafka.Internal (github.com/delayq/delayq/kafka); the
+// codec keeps its own copy so that payload depends on no other delayq
+// package.
+func internalTopic(topic string) bool {
+	switch topic {
+	case "delay-input", "delay-input-slow", "delay-scan", "delay-failed":
+		return true
+	}
+	return strings.HasPrefix(topic, "__")
+}
+
+func checkTopic(topic string, allow func(string) bool) error {
+	switch {
+	case topic == "":
+		return violation("%s: empty", HeaderTopic)
+	case !legalTopic(topic):
+		return violation("%s: %s is not a legal Kafka topic name", HeaderTopic, quote([]byte(topic)))
+	case internalTopic(topic):
+		return violation("%s: %s is an internal topic", HeaderTopic, quote([]byte(topic)))
+	case allow != nil && !allow(topic):
+		return violation("%s: %s is not allowed", HeaderTopic, quote([]byte(topic)))
+	}
+	return nil
+}
+
+// legalTopic applies Kafka's topic name rule: 1..249 of [a-zA-Z0-9._-], not
+// "." or "..".
+func legalTopic(s string) bool {
+	if len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseAt reads delay-at: unix milliseconds (decimal digits) or RFC 3339.
+func parseAt(v []byte) (int64, error) {
+	s := string(v)
+	if s != "" && isDigits(s) {
+		ms, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, violation("%s: %s is out of range for unix ms", HeaderAt, quote(v))
+		}
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, violation("%s: %s is not RFC 3339 or unix ms", HeaderAt, quote(v))
+	}
+	ms := t.UnixMilli()
+	if ms < 0 {
+		return 0, violation("%s: %s is before 1970", HeaderAt, quote(v))
+	}
+	return ms, nil
+}
+
+// parseAfter reads delay-after: a Go duration ("90s", "1h30m") or plain
+// seconds ("90", "1.5").
+func parseAfter(v []byte) (time.Duration, error) {
+	s := string(v)
+	neg := strings.HasPrefix(s, "-")
+	if num := strings.TrimPrefix(s, "-"); isSeconds(num) {
+		f, err := strconv.ParseFloat(num, 64)
+		if err != nil || f*float64(time.Second) >= float64(1<<63-1) {
+			return 0, violation("%s: %s is out of range", HeaderAfter, quote(v))
+		}
+		if neg && f != 0 {
+			return 0, violation("%s: %s is negative", HeaderAfter, quote(v))
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, violation("%s: %s is not a Go duration or seconds", HeaderAfter, quote(v))
+	}
+	if d < 0 {
+		return 0, violation("%s: %s is negative", HeaderAfter, quote(v))
+	}
+	return d, nil
+}
+
+func isDigits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isSeconds matches digits with an optional fraction: "90", "1.5".
+func isSeconds(s string) bool {
+	whole, frac, dot := strings.Cut(s, ".")
+	return whole != "" && isDigits(whole) && (!dot || frac != "" && isDigits(frac))
+}
+
+// quote renders a header value for a reason: quoted, at most 64 bytes.
+func quote(v []byte) string {
+	const limit = 64
+	if len(v) > limit {
+		return strconv.Quote(string(v[:limit])) + "..."
+	}
+	return strconv.Quote(string(v))
+}

@@ -1,0 +1,287 @@
+package payload_test
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq/payload"
+	kafka "github.com/segmentio/kafka-go"
+)
+
+var (
+	now     = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	msgTime = now.Add(-10 * time.Second)
+)
+
+func hdr(kv ...string) []kafka.Header {
+	hs := make([]kafka.Header, 0, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		hs = append(hs, kafka.Header{Key: kv[i], Value: []byte(kv[i+1])})
+	}
+	return hs
+}
+
+func input(kv ...string) kafka.Message {
+	return kafka.Message{
+		Topic: "delay-input", Partition: 3, Offset: 1234, Time: msgTime,
+		Key: []byte("k"), Value: []byte("v"), Headers: hdr(kv...),
+	}
+}
+
+const derived = "delay-input/3/1234"
+
+func want(name string, execAt time.Time, mod ...func(*payload.Task)) payload.Task {
+	t := payload.Task{
+		ID: payload.TaskID(name), Name: name, Topic: "orders", ExecAt: execAt.UnixMilli(),
+		Key: []byte("k"), Value: []byte("v"),
+	}
+	for _, m := range mod {
+		m(&t)
+	}
+	return t
+}
+
+func TestDecode(t *testing.T) {
+	at := now.Add(5 * time.Minute)
+	tests := []struct {
+		name    string
+		msg     kafka.Message
+		cfg     payload.DecodeConfig
+		want    payload.Task
+		wantErr string // substring of the reason; "" = success
+	}{
+		// Time formats.
+		{name: "at RFC 3339", msg: input("delay-topic", "orders", "delay-at", "2026-03-01T12:05:00Z"), want: want(derived, at)},
+		{name: "at RFC 3339 offset and fraction", msg: input("delay-topic", "orders", "delay-at", "2026-03-01T13:05:00.123+01:00"),
+			want: want(derived, at.Add(123*time.Millisecond))},
+		{name: "at RFC 3339 nanoseconds truncate to ms", msg: input("delay-topic", "orders", "delay-at", "2026-03-01T12:05:00.123999999Z"),
+			want: want(derived, at.Add(123*time.Millisecond))},
+		{name: "at unix ms", msg: input("delay-topic", "orders", "delay-at", "1772366700000"), want: want(derived, at)},
+		{name: "at in the past is due at once", msg: input("delay-topic", "orders", "delay-at", "2020-01-01T00:00:00Z"),
+			want: want(derived, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))},
+		{name: "at unix ms zero", msg: input("delay-topic", "orders", "delay-at", "0"), want: want(derived, time.UnixMilli(0))},
+		{name: "at exactly max delay", msg: input("delay-topic", "orders", "delay-at", "2026-03-31T12:00:00Z"), want: want(derived, now.Add(720*time.Hour))},
+		{name: "after Go duration", msg: input("delay-topic", "orders", "delay-after", "1h30m"), want: want(derived, msgTime.Add(90*time.Minute))},
+		{name: "after plain seconds", msg: input("delay-topic", "orders", "delay-after", "90"), want: want(derived, msgTime.Add(90*time.Second))},
+		{name: "after fractional seconds", msg: input("delay-topic", "orders", "delay-after", "1.5"), want: want(derived, msgTime.Add(1500*time.Millisecond))},
+		{name: "after zero", msg: input("delay-topic", "orders", "delay-after", "0"), want: want(derived, msgTime)},
+		{name: "after minus zero", msg: input("delay-topic", "orders", "delay-after", "-0"), want: want(derived, msgTime)},
+		{name: "after relative to now without message time", msg: func() kafka.Message {
+			m := input("delay-topic", "orders", "delay-after", "10s")
+			m.Time = time.Time{}
+			return m
+		}(), want: want(derived, now.Add(10*time.Second))},
+		{name: "after max delay", msg: input("delay-topic", "orders", "delay-after", "720h"), want: want(derived, msgTime.Add(720*time.Hour))},
+		{name: "custom max delay", cfg: payload.DecodeConfig{MaxDelay: time.Hour},
+			msg: input("delay-topic", "orders", "delay-after", "59m"), want: want(derived, msgTime.Add(59*time.Minute))},
+
+		// Names and headers.
+		{name: "delay-id string", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-id", "order-42"), want: want("order-42", at)},
+		{name: "delay-id snowflake", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-id", "1234567890123456789"),
+			want: want("1234567890123456789", at, func(t *payload.Task) { t.ID = 1234567890123456789 })},
+		{name: "delay-id max length", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-id", strings.Repeat("x", 128)),
+			want: want(strings.Repeat("x", 128), at)},
+		{name: "pass-through headers keep order, control headers go",
+			msg: input("a", "1", "delay-topic", "orders", "b", "2", "delay-at", "1772366700000", "delay-error", "old",
+				"delay-foo", "kept", "a", "3", "Delay-Id", "kept"),
+			want: want(derived, at, func(t *payload.Task) {
+				t.Headers = hdr("a", "1", "b", "2", "delay-foo", "kept", "a", "3", "Delay-Id", "kept")
+			})},
+		{name: "allowed topic", cfg: payload.DecodeConfig{AllowTopic: func(s string) bool { return s == "orders" }},
+			msg: input("delay-topic", "orders", "delay-at", "1772366700000"), want: want(derived, at)},
+		{name: "payload at the limit", cfg: payload.DecodeConfig{MaxPayload: 2 + len("delay-topic") + 6 + len("delay-at") + 13},
+			msg: input("delay-topic", "orders", "delay-at", "1772366700000"), want: want(derived, at)},
+		{name: "cancel", msg: input("delay-op", "cancel", "delay-id", "order-42", "delay-at", "1772366700000", "x", "y"),
+			want: payload.Task{ID: payload.TaskID("order-42"), Name: "order-42", ExecAt: at.UnixMilli(), Cancel: true}},
+		{name: "cancel with topic", msg: input("delay-op", "cancel", "delay-id", "order-42", "delay-at", "1772366700000", "delay-topic", "orders"),
+			want: payload.Task{ID: payload.TaskID("order-42"), Name: "order-42", Topic: "orders", ExecAt: at.UnixMilli(), Cancel: true}},
+
+		// Every reason.
+		{name: "topic missing", msg: input("delay-at", "1772366700000"), wantErr: "delay-topic: missing"},
+		{name: "topic empty", msg: input("delay-topic", "", "delay-at", "1772366700000"), wantErr: "delay-topic: empty"},
+		{name: "topic illegal", msg: input("delay-topic", "bad topic!", "delay-at", "1772366700000"), wantErr: `delay-topic: "bad topic!" is not a legal Kafka topic name`},
+		{name: "topic too long", msg: input("delay-topic", strings.Repeat("t", 250), "delay-at", "1772366700000"), wantErr: "is not a legal Kafka topic name"},
+		{name: "topic internal __", msg: input("delay-topic", "__consumer_offsets", "delay-at", "1772366700000"), wantErr: "is an internal topic"},
+		{name: "topic internal delayq", msg: input("delay-topic", "delay-scan", "delay-at", "1772366700000"), wantErr: `delay-topic: "delay-scan" is an internal topic`},
+		{name: "topic internal despite allow-list", cfg: payload.DecodeConfig{AllowTopic: func(string) bool { return true }},
+			msg: input("delay-topic", "delay-input", "delay-at", "1772366700000"), wantErr: "is an internal topic"},
+		{name: "topic not allowed", cfg: payload.DecodeConfig{AllowTopic: func(s string) bool { return s == "payments" }},
+			msg: input("delay-topic", "orders", "delay-at", "1772366700000"), wantErr: `delay-topic: "orders" is not allowed`},
+		{name: "when missing", msg: input("delay-topic", "orders"), wantErr: "delay-at or delay-after: missing"},
+		{name: "at and after", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-after", "1s"), wantErr: "give exactly one, not both"},
+		{name: "at garbage", msg: input("delay-topic", "orders", "delay-at", "tomorrow"), wantErr: `delay-at: "tomorrow" is not RFC 3339 or unix ms`},
+		{name: "at empty", msg: input("delay-topic", "orders", "delay-at", ""), wantErr: "is not RFC 3339 or unix ms"},
+		{name: "at negative ms", msg: input("delay-topic", "orders", "delay-at", "-1"), wantErr: "is not RFC 3339 or unix ms"},
+		{name: "at date only", msg: input("delay-topic", "orders", "delay-at", "2026-03-01"), wantErr: "is not RFC 3339 or unix ms"},
+		{name: "at ms overflow", msg: input("delay-topic", "orders", "delay-at", "99999999999999999999"), wantErr: "is out of range for unix ms"},
+		{name: "at before 1970", msg: input("delay-topic", "orders", "delay-at", "1969-12-31T23:59:59Z"), wantErr: "is before 1970"},
+		{name: "at past max delay", msg: input("delay-topic", "orders", "delay-at", "2026-03-31T12:00:00.001Z"),
+			wantErr: "delay-at: due 2026-03-31T12:00:00.001Z, more than the maximum delay 720h0m0s ahead"},
+		{name: "at far future ms", msg: input("delay-topic", "orders", "delay-at", "9223372036854775807"), wantErr: "more than the maximum delay"},
+		{name: "after garbage", msg: input("delay-topic", "orders", "delay-after", "soon"), wantErr: `delay-after: "soon" is not a Go duration or seconds`},
+		{name: "after seconds with exponent", msg: input("delay-topic", "orders", "delay-after", "1e3"), wantErr: "is not a Go duration or seconds"},
+		{name: "after negative duration", msg: input("delay-topic", "orders", "delay-after", "-5s"), wantErr: `delay-after: "-5s" is negative`},
+		{name: "after negative seconds", msg: input("delay-topic", "orders", "delay-after", "-5"), wantErr: `delay-after: "-5" is negative`},
+		{name: "after seconds overflow", msg: input("delay-topic", "orders", "delay-after", "99999999999999999999"), wantErr: "is out of range"},
+		{name: "after past max delay", msg: input("delay-topic", "orders", "delay-after", "721h"), wantErr: "delay-after: 721h0m0s is over the maximum delay 720h0m0s"},
+		{name: "after past max delay from a future message time", msg: func() kafka.Message {
+			m := input("delay-topic", "orders", "delay-after", "720h")
+			m.Time = now.Add(time.Minute)
+			return m
+		}(), wantErr: "delay-after: due 2026-03-31T12:01:00.000Z, more than the maximum delay"},
+		{name: "id empty", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-id", ""), wantErr: "delay-id: empty"},
+		{name: "id too long", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-id", strings.Repeat("x", 129)),
+			wantErr: "delay-id: 129 bytes, over the 128-byte limit"},
+		{name: "op unknown", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-op", "delete"), wantErr: `delay-op: unknown op "delete" (want "cancel")`},
+		{name: "op wrong case", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-op", "Cancel"), wantErr: "unknown op"},
+		{name: "cancel without id", msg: input("delay-op", "cancel", "delay-at", "1772366700000"), wantErr: "delay-op: cancel needs delay-id"},
+		{name: "cancel with after", msg: input("delay-op", "cancel", "delay-id", "x", "delay-after", "10s"), wantErr: "delay-op: cancel needs delay-at"},
+		{name: "cancel without time", msg: input("delay-op", "cancel", "delay-id", "x"), wantErr: "delay-op: cancel needs delay-at"},
+		{name: "cancel with internal topic", msg: input("delay-op", "cancel", "delay-id", "x", "delay-at", "0", "delay-topic", "__x"), wantErr: "is an internal topic"},
+		{name: "duplicate topic", msg: input("delay-topic", "orders", "delay-topic", "payments", "delay-at", "1772366700000"),
+			wantErr: "delay-topic: header given more than once"},
+		{name: "duplicate identical id", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-id", "a", "delay-id", "a"),
+			wantErr: "delay-id: header given more than once"},
+		{name: "duplicate error header", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-error", "a", "delay-error", "b"),
+			wantErr: "delay-error: header given more than once"},
+		{name: "payload over the limit", cfg: payload.DecodeConfig{MaxPayload: 2 + len("delay-topic") + 6 + len("delay-at") + 12},
+			msg: input("delay-topic", "orders", "delay-at", "1772366700000"), wantErr: "payload: 40 bytes of key, value and headers, over the 39-byte limit"},
+		{name: "payload over the default limit", msg: func() kafka.Message {
+			m := input("delay-topic", "orders", "delay-at", "1772366700000")
+			m.Value = make([]byte, 1<<20)
+			return m
+		}(), wantErr: "over the 1048576-byte limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := payload.Decode(tt.msg, now, tt.cfg)
+			if tt.wantErr != "" {
+				if err == nil {
+					t.Fatalf("Decode succeeded with %+v, want error %q", got, tt.wantErr)
+				}
+				if !errors.Is(err, payload.ErrContract) {
+					t.Errorf("error %v does not wrap ErrContract", err)
+				}
+				if !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("error %q does not contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Decode:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeReasonReadsAlone(t *testing.T) {
+	_, err := payload.Decode(input("delay-topic", "orders", "delay-at", "tomorrow"), now, payload.DecodeConfig{})
+	if got, want := err.Error(), `delay-at: "tomorrow" is not RFC 3339 or unix ms`; got != want {
+		t.Errorf("reason = %q, want %q", got, want)
+	}
+	_, err = payload.Decode(input("delay-topic", "orders", "delay-at", strings.Repeat("z", 100)), now, payload.DecodeConfig{})
+	if !strings.Contains(err.Error(), `"`+strings.Repeat("z", 64)+`"...`) {
+		t.Errorf("long value not cut at 64 bytes: %q", err)
+	}
+}
+
+func TestDecodeDoesNotAliasHeaders(t *testing.T) {
+	m := input("a", "1", "delay-topic", "orders", "delay-at", "0")
+	got, err := payload.Decode(m, now, payload.DecodeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Headers[0].Key = "changed"
+	if m.Headers[0].Key != "a" {
+		t.Error("Decode's headers share the input's backing array")
+	}
+}
+
+func TestDecodeConfigValidate(t *testing.T) {
+	err := payload.DecodeConfig{MaxDelay: -1, MaxPayload: -1}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "MaxDelay") || !strings.Contains(err.Error(), "MaxPayload") {
+		t.Errorf("Validate = %v, want both fields reported", err)
+	}
+	if err := (payload.DecodeConfig{}).Validate(); err != nil {
+		t.Errorf("zero config: %v", err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte("k"), []byte("v"), "orders", "1772366700000", "", "id", "", false)
+	f.Add([]byte(nil), []byte(nil), "orders", "", "90s", "", "", false)
+	f.Add([]byte("k"), []byte("v"), "orders", "2026-03-01T12:05:00Z", "", "x", "cancel", true)
+	f.Add([]byte("k"), []byte("v"), "__x", "-1", "1.5", "", "delete", true)
+	f.Fuzz(func(t *testing.T, key, value []byte, topic, at, after, id, op string, dup bool) {
+		m := kafka.Message{Topic: "delay-input", Partition: 1, Offset: 7, Time: msgTime, Key: key, Value: value}
+		m.Headers = append(m.Headers, kafka.Header{Key: "x", Value: value})
+		for _, h := range []kafka.Header{
+			{Key: payload.HeaderTopic, Value: []byte(topic)}, {Key: payload.HeaderAt, Value: []byte(at)},
+			{Key: payload.HeaderAfter, Value: []byte(after)}, {Key: payload.HeaderID, Value: []byte(id)},
+			{Key: payload.HeaderOp, Value: []byte(op)},
+		} {
+			if len(h.Value) > 0 {
+				m.Headers = append(m.Headers, h)
+				if dup {
+					m.Headers = append(m.Headers, h)
+					dup = false
+				}
+			}
+		}
+		cfg := payload.DecodeConfig{MaxPayload: 4096}
+		got, err := payload.Decode(m, now, cfg)
+		if err != nil {
+			if !errors.Is(err, payload.ErrContract) || err.Error() == "" {
+				t.Fatalf("error %q does not wrap ErrContract", err)
+			}
+			return
+		}
+		switch {
+		case got.Name == "" || len(got.Name) > payload.MaxNameLen && got.Name != payload.DerivedName(m.Topic, m.Partition, m.Offset):
+			t.Fatalf("bad name %q", got.Name)
+		case got.ID != payload.TaskID(got.Name):
+			t.Fatalf("ID %d != TaskID(%q)", got.ID, got.Name)
+		case got.ExecAt < 0 || got.ExecAt-now.UnixMilli() > payload.DefaultMaxDelay.Milliseconds():
+			t.Fatalf("exec_at %d out of range", got.ExecAt)
+		case !got.Cancel && got.Topic == "":
+			t.Fatal("task without topic")
+		case got.Cancel && (got.Key != nil || got.Value != nil || got.Headers != nil):
+			t.Fatal("cancel carries a payload")
+		}
+		for _, h := range got.Headers {
+			switch h.Key {
+			case payload.HeaderTopic, payload.HeaderAt, payload.HeaderAfter, payload.HeaderID, payload.HeaderOp, payload.HeaderError:
+				t.Fatalf("control header %q passed through", h.Key)
+			}
+		}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	for _, size := range []int{100, 10 << 10, 1000 << 10} {
+		m := input("trace", "abc", "delay-topic", "orders", "delay-after", "90s", "delay-id", "order-42", "x", "y")
+		m.Value = make([]byte, size)
+		b.Run(byteSize(size), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := payload.Decode(m, now, payload.DecodeConfig{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func byteSize(n int) string {
+	if n >= 1<<10 {
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}

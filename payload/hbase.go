@@ -1,0 +1,591 @@
+package payload
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tsuna/gohbase"
+	"github.com/tsuna/gohbase/hrpc"
+	"github.com/tsuna/gohbase/pb"
+	"golang.org/x/sync/errgroup"
+)
+
+// HBase defaults.
+const (
+	DefaultZK            = "127.0.0.1:2181"
+	DefaultTable         = "delayq_tasks"
+	DefaultSalts         = 16
+	DefaultRetention     = 7 * 24 * time.Hour
+	DefaultPutBatch      = 500
+	DefaultFlushInterval = time.Millisecond
+)
+
+// Table layout: one family, one-letter qualifiers (see the package doc).
+const (
+	family    = "d"
+	colTopic  = "t"
+	colName   = "n"
+	colKey    = "k"
+	colValue  = "v"
+	colHeader = "h"
+	colCancel = "c"
+)
+
+const (
+	// inFlight is how many SendBatch calls one Put or Get keeps in flight.
+	inFlight = 4
+	// maxChunkBytes cuts a put chunk early when its payloads add up to this,
+	// well below HBase's hbase.ipc.max.request.size (256 MiB).
+	maxChunkBytes = 8 << 20
+	// maxTTL caps the cell TTL: HBase expires a cell when timestamp + ttl <
+	// now, which overflows (and expires the cell at once) for huge TTLs, and
+	// time.Duration itself ends at 292 years.
+	maxTTL = 100 * 365 * 24 * time.Hour
+	// scanRenew renews idle region scanner leases (HBase's default lease is
+	// 60 s): Scan merges all salts, so most of its scanners sit idle while
+	// fn works on rows of another salt.
+	scanRenew = 20 * time.Second
+)
+
+// HBaseConfig configures the HBase store. The zero value means the defaults.
+type HBaseConfig struct {
+	// ZK is the ZooKeeper quorum of the HBase cluster (default
+	// 127.0.0.1:2181).
+	ZK string
+	// Table is the HBase table (default delayq_tasks), created by
+	// CreateTable with the same Salts.
+	Table string
+	// Salts is the number of salt values and pre-split regions, 1..256
+	// (default 16). It is part of the stored data: never change it for an
+	// existing table.
+	Salts int
+	// Retention is how long a row outlives its due time (default 7 days).
+	Retention time.Duration
+	// PutBatch is the most rows one SendBatch call carries, for puts and gets
+	// (default 500).
+	PutBatch int
+	// FlushInterval is how long gohbase waits to fill a region server's RPC
+	// queue before it sends a partial batch (default 1 ms; negative: send at
+	// once).
+	FlushInterval time.Duration
+	// RPCQueueSize is how many RPCs gohbase queues per region server before
+	// it sends them (default PutBatch, so a full chunk goes at once).
+	RPCQueueSize int
+	// Logger receives the store's and gohbase's logs (nil: discard).
+	Logger *slog.Logger
+	// Registerer receives the store metrics (nil: not registered).
+	Registerer prometheus.Registerer
+}
+
+func (c *HBaseConfig) setDefaults() {
+	if c.ZK == "" {
+		c.ZK = DefaultZK
+	}
+	if c.Table == "" {
+		c.Table = DefaultTable
+	}
+	if c.Salts == 0 {
+		c.Salts = DefaultSalts
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.PutBatch == 0 {
+		c.PutBatch = DefaultPutBatch
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.RPCQueueSize == 0 {
+		c.RPCQueueSize = c.PutBatch
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports every invalid field at once.
+func (c HBaseConfig) Validate() error {
+	var errs []error
+	if c.Salts < 1 || c.Salts > MaxSalts {
+		errs = append(errs, fmt.Errorf("payload: Salts %d out of range 1..%d", c.Salts, MaxSalts))
+	}
+	if c.Retention < 0 || c.Retention > maxTTL {
+		errs = append(errs, fmt.Errorf("payload: Retention %v out of range 0..%v", c.Retention, maxTTL))
+	}
+	if c.PutBatch < 0 {
+		errs = append(errs, fmt.Errorf("payload: PutBatch %d is negative", c.PutBatch))
+	}
+	if c.RPCQueueSize < 0 {
+		errs = append(errs, fmt.Errorf("payload: RPCQueueSize %d is negative", c.RPCQueueSize))
+	}
+	return errors.Join(errs...)
+}
+
+// HBase is the production Store: one row per task in a salted, pre-split
+// table (see the package doc for the layout). It is safe for concurrent use.
+type HBase struct {
+	client    gohbase.Client
+	table     []byte
+	salts     int
+	retention time.Duration
+	batch     int
+	log       *slog.Logger
+	metrics   *metrics
+}
+
+var _ Store = (*HBase)(nil)
+
+// NewHBase returns a store on cfg.Table. It does not connect: gohbase finds
+// the regions on the first call, so a call's ctx bounds that wait.
+func NewHBase(cfg HBaseConfig) (*HBase, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger.With("component", "payload", "table", cfg.Table)
+	client := gohbase.NewClient(cfg.ZK,
+		gohbase.FlushInterval(max(cfg.FlushInterval, 0)),
+		gohbase.RpcQueueSize(cfg.RPCQueueSize),
+		gohbase.Logger(cfg.Logger.With("component", "gohbase")),
+	)
+	return &HBase{
+		client:    client,
+		table:     []byte(cfg.Table),
+		salts:     cfg.Salts,
+		retention: cfg.Retention,
+		batch:     cfg.PutBatch,
+		log:       log,
+		metrics:   m,
+	}, nil
+}
+
+// Close closes the connections to HBase. It is idempotent; calls after it
+// fail.
+func (h *HBase) Close() { h.client.Close() }
+
+// Put writes tasks in chunks of PutBatch rows (fewer when their payloads add
+// up to 8 MiB), a few chunks in flight at once. Every cell gets the TTL
+// max(ExecAt − now, 0) + Retention. On error some rows may be written;
+// putting them again is harmless.
+func (h *HBase) Put(ctx context.Context, tasks []Task) (err error) {
+	if len(tasks) == 0 {
+		return nil
+	}
+	defer h.observe("put", time.Now(), &err)
+
+	now := time.Now().UnixMilli()
+	var (
+		chunks [][]hrpc.Call
+		chunk  []hrpc.Call
+		size   int
+	)
+	for i := range tasks {
+		put, n, err := h.mutation(ctx, &tasks[i], now)
+		if err != nil {
+			return err
+		}
+		if len(chunk) == h.batch || (len(chunk) > 0 && size+n > maxChunkBytes) {
+			chunks = append(chunks, chunk)
+			chunk, size = nil, 0
+		}
+		chunk = append(chunk, put)
+		size += n
+	}
+	chunks = append(chunks, chunk)
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(inFlight)
+	for _, c := range chunks {
+		g.Go(func() error {
+			_, err := h.send(gctx, c)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("payload: hbase put %d tasks: %w", len(tasks), err)
+	}
+	return nil
+}
+
+// mutation builds the put of one task and returns its payload size.
+func (h *HBase) mutation(ctx context.Context, t *Task, now int64) (*hrpc.Mutate, int, error) {
+	if t.ExecAt < 0 {
+		return nil, 0, fmt.Errorf("payload: task %q: negative exec_at %d", t.Name, t.ExecAt)
+	}
+	var cols map[string][]byte
+	if t.Cancel {
+		cols = map[string][]byte{colCancel: []byte(t.Name)}
+	} else {
+		cols = map[string][]byte{colTopic: []byte(t.Topic), colName: []byte(t.Name)}
+		if t.Key != nil {
+			cols[colKey] = t.Key
+		}
+		if t.Value != nil {
+			cols[colValue] = t.Value
+		}
+		if len(t.Headers) > 0 {
+			cols[colHeader] = encodeHeaders(t.Headers)
+		}
+	}
+	size := RowKeyLen
+	for _, v := range cols {
+		size += len(v)
+	}
+	ttl := h.retention + time.Duration(min(max(t.ExecAt-now, 0), maxTTL.Milliseconds()))*time.Millisecond
+	ttl = min(ttl, maxTTL)
+	put, err := hrpc.NewPut(ctx, h.table, RowKey(h.salts, t.Ref()),
+		map[string]map[string][]byte{family: cols}, hrpc.TTL(ttl))
+	if err != nil {
+		return nil, 0, fmt.Errorf("payload: put %q: %w", t.Name, err)
+	}
+	return put, size, nil
+}
+
+// Get reads the rows at refs with SendBatch, PutBatch rows a call, a few
+// calls in flight.
+func (h *HBase) Get(ctx context.Context, refs []Ref) (_ []*Task, err error) {
+	if len(refs) == 0 {
+		return []*Task{}, nil
+	}
+	defer h.observe("get", time.Now(), &err)
+
+	out := make([]*Task, len(refs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(inFlight)
+	for lo := 0; lo < len(refs); lo += h.batch {
+		hi := min(lo+h.batch, len(refs))
+		g.Go(func() error { return h.getChunk(gctx, refs[lo:hi], out[lo:hi]) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("payload: hbase get %d rows: %w", len(refs), err)
+	}
+	return out, nil
+}
+
+func (h *HBase) getChunk(ctx context.Context, refs []Ref, out []*Task) error {
+	calls := make([]hrpc.Call, len(refs))
+	for i, r := range refs {
+		get, err := hrpc.NewGet(ctx, h.table, RowKey(h.salts, r))
+		if err != nil {
+			return err
+		}
+		calls[i] = get
+	}
+	res, err := h.send(ctx, calls)
+	if err != nil {
+		return err
+	}
+	for i, r := range res {
+		resp, ok := r.Msg.(*pb.GetResponse)
+		if !ok {
+			return fmt.Errorf("get %d: unexpected response %T", refs[i].ID, r.Msg)
+		}
+		cells := hrpc.ToLocalResult(resp.GetResult()).Cells
+		if len(cells) == 0 {
+			continue
+		}
+		t, err := rowTask(refs[i], cells)
+		if err != nil {
+			return err
+		}
+		out[i] = t
+	}
+	return nil
+}
+
+// send runs one SendBatch call and turns its per-call errors into one.
+func (h *HBase) send(ctx context.Context, calls []hrpc.Call) ([]hrpc.RPCResult, error) {
+	res, ok := h.client.SendBatch(ctx, calls)
+	if ok {
+		return res, nil
+	}
+	var (
+		failed int
+		first  error
+	)
+	for _, r := range res {
+		if r.Error == nil {
+			continue
+		}
+		failed++
+		if first == nil || errors.Is(first, gohbase.NotExecutedError) {
+			first = r.Error
+		}
+	}
+	if first == nil { // not expected: SendBatch said not ok
+		first = errors.New("batch failed")
+	}
+	return res, fmt.Errorf("%d of %d calls failed: %w", failed, len(calls), shortError{first})
+}
+
+// Scan calls fn for each row with from <= ExecAt < to, in (ExecAt, ID)
+// order: it scans every salt's range [s|from, s|to) and merges them.
+func (h *HBase) Scan(ctx context.Context, from, to int64, fn func(Task) error) (err error) {
+	from = max(from, 0)
+	if to <= from {
+		return nil
+	}
+	defer h.observe("scan", time.Now(), &err)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cursors := make(cursorHeap, 0, h.salts)
+	defer func() {
+		for _, c := range cursors {
+			c.sc.Close()
+		}
+	}()
+	for s := range h.salts {
+		start, stop := scanRange(byte(s), from, to)
+		scan, err := hrpc.NewScanRange(ctx, h.table, start, stop, hrpc.RenewInterval(scanRenew))
+		if err != nil {
+			return fmt.Errorf("payload: hbase scan: %w", err)
+		}
+		c := &cursor{sc: h.client.Scan(scan)}
+		if err := c.next(); err != nil {
+			c.sc.Close()
+			if err == io.EOF {
+				continue
+			}
+			return fmt.Errorf("payload: hbase scan salt %d: %w", s, shortError{err})
+		}
+		cursors = append(cursors, c)
+	}
+	heap.Init(&cursors)
+	for len(cursors) > 0 {
+		c := cursors[0]
+		t, err := c.task()
+		if err != nil {
+			return fmt.Errorf("payload: hbase scan: %w", err)
+		}
+		if err := fn(*t); err != nil {
+			return err
+		}
+		switch err := c.next(); err {
+		case nil:
+			heap.Fix(&cursors, 0)
+		case io.EOF:
+			c.sc.Close()
+			heap.Pop(&cursors)
+		default:
+			return fmt.Errorf("payload: hbase scan: %w", shortError{err})
+		}
+	}
+	return nil
+}
+
+// cursor is one salt's scanner and its current row.
+type cursor struct {
+	sc  hrpc.Scanner
+	row *hrpc.Result
+}
+
+func (c *cursor) next() error {
+	row, err := c.sc.Next()
+	if err != nil {
+		return err
+	}
+	if len(row.Cells) == 0 {
+		return errors.New("empty row from scanner")
+	}
+	c.row = row
+	return nil
+}
+
+func (c *cursor) key() []byte { return c.row.Cells[0].Row }
+
+func (c *cursor) task() (*Task, error) {
+	ref, err := ParseRowKey(c.key())
+	if err != nil {
+		return nil, err
+	}
+	return rowTask(ref, c.row.Cells)
+}
+
+// cursorHeap orders cursors by their current row without the salt, that is
+// by (exec_at, id).
+type cursorHeap []*cursor
+
+func (q cursorHeap) Len() int           { return len(q) }
+func (q cursorHeap) Less(i, j int) bool { return bytes.Compare(q[i].key()[1:], q[j].key()[1:]) < 0 }
+func (q cursorHeap) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *cursorHeap) Push(x any)        { *q = append(*q, x.(*cursor)) }
+func (q *cursorHeap) Pop() any {
+	old := *q
+	c := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return c
+}
+
+// rowTask turns the cells of one row into a Task.
+func rowTask(ref Ref, cells []*hrpc.Cell) (*Task, error) {
+	t := &Task{ID: ref.ID, ExecAt: ref.ExecAt}
+	var (
+		hasName    bool
+		cancelName string
+	)
+	for _, c := range cells {
+		if string(c.Family) != family {
+			continue
+		}
+		v := c.Value
+		if v == nil {
+			v = []byte{} // a present column is never nil
+		}
+		switch string(c.Qualifier) {
+		case colTopic:
+			t.Topic = string(v)
+		case colName:
+			t.Name, hasName = string(v), true
+		case colKey:
+			t.Key = v
+		case colValue:
+			t.Value = v
+		case colHeader:
+			hs, err := decodeHeaders(v)
+			if err != nil {
+				return nil, fmt.Errorf("row %d/%d: headers: %w", ref.ExecAt, ref.ID, err)
+			}
+			t.Headers = hs
+		case colCancel:
+			t.Cancel, cancelName = true, string(v)
+		}
+	}
+	if !hasName {
+		t.Name = cancelName
+	}
+	return t, nil
+}
+
+func (h *HBase) observe(op string, start time.Time, err *error) {
+	h.metrics.callSeconds.WithLabelValues("hbase", op).Observe(time.Since(start).Seconds())
+	if *err != nil {
+		h.metrics.errors.WithLabelValues("hbase", op).Inc()
+		h.log.Debug("hbase call failed", "op", op, "err", *err)
+	}
+}
+
+// shortError keeps the first line of a gohbase error, which otherwise
+// carries the whole Java stack trace; errors.Is and As still see the
+// original.
+type shortError struct{ err error }
+
+func (e shortError) Error() string {
+	s := e.err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSuffix(s[:i], ":")
+	}
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+func (e shortError) Unwrap() error { return e.err }
+
+// CreateTable creates table pre-split into one region per salt, with the one
+// column family (VERSIONS 1). It is idempotent: an existing table is not an
+// error (and is not checked). While HBase is still starting (master
+// initializing, PleaseHoldException) it retries with backoff until ctx ends.
+func CreateTable(ctx context.Context, zk, table string, salts int) error {
+	if salts < 1 || salts > MaxSalts {
+		return fmt.Errorf("payload: create table %s: salts %d out of range 1..%d", table, salts, MaxSalts)
+	}
+	// gohbase's admin client cannot be closed (its Close panics on a nil
+	// channel), so CreateTable dials the master itself and closes that
+	// connection when it is done, which ends the region client's goroutines.
+	var conns connTracker
+	defer conns.closeAll()
+	ac := gohbase.NewAdminClient(zk,
+		gohbase.Logger(slog.New(slog.DiscardHandler)),
+		gohbase.RegionDialer(conns.dial))
+	families := map[string]map[string]string{family: {"VERSIONS": "1"}}
+	backoff := 100 * time.Millisecond
+	for {
+		ct := hrpc.NewCreateTable(ctx, []byte(table), families, hrpc.SplitKeys(SplitKeys(salts)))
+		err := ac.CreateTable(ct)
+		switch {
+		case err == nil, isTableExists(err):
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("payload: create table %s: %w (last error: %v)", table, ctx.Err(), shortError{err})
+		case !isStarting(err):
+			return fmt.Errorf("payload: create table %s: %w", table, shortError{err})
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("payload: create table %s: %w (last error: %v)", table, ctx.Err(), shortError{err})
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// connTracker dials TCP connections and closes them all at the end.
+type connTracker struct {
+	mu    sync.Mutex
+	conns []net.Conn
+	done  bool
+}
+
+func (t *connTracker) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	t.conns = append(t.conns, c)
+	return c, nil
+}
+
+func (t *connTracker) closeAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done = true
+	for _, c := range t.conns {
+		c.Close()
+	}
+	t.conns = nil
+}
+
+func isTableExists(err error) bool {
+	return strings.Contains(err.Error(), "TableExistsException")
+}
+
+// isStarting reports whether err says HBase is still starting up.
+func isStarting(err error) bool {
+	s := err.Error()
+	for _, m := range []string{
+		"PleaseHoldException",
+		"ServerNotRunningYetException",
+		"MasterNotRunningException",
+		"is initializing",
+		"NotServingRegionException",
+	} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}

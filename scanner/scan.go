@@ -1,0 +1,344 @@
+package scanner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/dispatcher"
+	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/zset"
+)
+
+// ErrStore is wrapped when the store answers out of contract.
+var ErrStore = errors.New("scanner: store answer out of contract")
+
+// Values of the result label of delayq_scan_tasks_total.
+const (
+	resultDone      = "done"      // the zset has nothing due up to until any more
+	resultInvalid   = "invalid"   // the scan message could not be parsed
+	resultAbandoned = "abandoned" // stop or rebalance came first; the next owner scans again
+)
+
+// Values of the reason label of delayq_tasks_failed_total.
+const (
+	reasonRefused       = "refused"       // refused by its business topic, produced to FailedTopic
+	reasonUndeliverable = "undeliverable" // refused by FailedTopic too: logged and dropped
+)
+
+// item is a task of a batch on its way out.
+type item struct {
+	entry    zset.Entry
+	task     *payload.Task
+	msg      kafka.Message
+	failed   bool // msg goes to FailedTopic
+	stripped bool // msg lost key, value and pass-through headers to fit FailedTopic
+	attempts int  // writes of msg that failed with "unknown topic"
+	lastErr  error
+}
+
+// scan runs one scan task: it delivers the entries of task.Zset due up to
+// task.Until, batch by batch, until a batch comes back short. It returns nil
+// when done and an error only when ctx ended first; entries whose messages
+// were produced are removed from the index in either case (see remove).
+func (s *Scanner) scan(ctx context.Context, t dispatcher.ScanTask) error {
+	start := time.Now()
+	for {
+		var entries []zset.Entry
+		err := s.retry(ctx, "due", t.Zset, func(ctx context.Context) (err error) {
+			entries, err = s.ix.Due(ctx, t.Zset, t.Until, s.cfg.BatchSize)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if len(entries) > 0 {
+			if err := s.batch(ctx, t.Zset, entries); err != nil {
+				return err
+			}
+		}
+		if len(entries) < s.cfg.BatchSize {
+			s.m.scanDuration.Observe(time.Since(start).Seconds())
+			s.m.scanTasks.WithLabelValues(resultDone).Inc()
+			return nil
+		}
+	}
+}
+
+// batch delivers the tasks of entries and removes the entries from zset key:
+// delivered ones, cancelled and missing ones, and those produced to
+// FailedTopic. An entry is removed only after its message was produced.
+func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) error {
+	refs := make([]payload.Ref, len(entries))
+	for i, e := range entries {
+		refs[i] = payload.Ref{ID: e.ID, ExecAt: e.ExecAt}
+	}
+	var tasks []*payload.Task
+	err := s.retry(ctx, "get", key, func(ctx context.Context) error {
+		got, err := s.store.Get(ctx, refs)
+		if err != nil {
+			return err
+		}
+		if len(got) != len(refs) {
+			return fmt.Errorf("%w: %d rows for %d refs", ErrStore, len(got), len(refs))
+		}
+		tasks = got
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	var (
+		settled            []zset.Entry // may leave the index
+		missing, cancelled int
+		items              []*item
+	)
+	for i, t := range tasks {
+		switch {
+		case t == nil:
+			missing++
+			settled = append(settled, entries[i])
+		case t.Cancel:
+			cancelled++
+			settled = append(settled, entries[i])
+		default:
+			it := &item{entry: entries[i], task: t, msg: payload.Deliverable(*t)}
+			switch {
+			case t.Topic == "":
+				s.redirect(it, "no business topic")
+			case dqkafka.Internal(t.Topic):
+				s.redirect(it, "internal topic "+t.Topic)
+			}
+			items = append(items, it)
+		}
+	}
+
+	for round := 1; ; round++ {
+		var (
+			retry     []*item
+			transient bool
+		)
+		if len(items) > 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("scanner: write %s: %d messages unwritten: %w", key, len(items), err)
+			}
+			msgs := make([]kafka.Message, len(items))
+			for i, it := range items {
+				msgs[i] = it.msg
+			}
+			// A write is never cut short by the end of ctx: kafka-go goes on
+			// producing a batch after WriteMessages returned ctx.Err(), so the
+			// messages could be out without their entries being removed.
+			wctx, cancel := withGrace(ctx, writeGrace)
+			errs := s.write(wctx, msgs)
+			cancel()
+			now := time.Now()
+			for i, it := range items {
+				err := errs[i]
+				switch {
+				case err == nil:
+					settled = append(settled, it.entry)
+					if it.failed {
+						s.m.failed.WithLabelValues(reasonRefused).Inc()
+						continue
+					}
+					s.m.delivered.Inc()
+					s.m.lateness.Observe(now.Sub(time.UnixMilli(it.task.ExecAt)).Seconds())
+				case ctx.Err() != nil || !s.refused(err, it):
+					transient = true
+					it.lastErr = err
+					retry = append(retry, it)
+				case !it.failed:
+					s.redirect(it, err.Error())
+					retry = append(retry, it)
+				case !it.stripped:
+					s.strip(it, err)
+					retry = append(retry, it)
+				default:
+					s.m.failed.WithLabelValues(reasonUndeliverable).Inc()
+					s.log.Error("task dropped: failed topic refused it", "zset", key, "id", it.task.Name,
+						"topic", it.task.Topic, "exec_at", it.task.ExecAt, "err", err)
+					settled = append(settled, it.entry)
+				}
+			}
+		}
+		if len(settled) > 0 {
+			if err := s.remove(ctx, key, settled); err != nil {
+				return err
+			}
+			settled = nil
+			s.m.missing.Add(float64(missing))
+			s.m.cancelled.Add(float64(cancelled))
+			missing, cancelled = 0, 0
+		}
+		if len(retry) == 0 {
+			return nil
+		}
+		items = retry
+		if transient && !sleep(ctx, backoff(s.cfg.RetryBackoff, s.cfg.MaxBackoff, round)) {
+			return fmt.Errorf("scanner: write %s: %d messages unwritten: %w (last error: %v)",
+				key, len(items), ctx.Err(), items[0].lastErr)
+		}
+	}
+}
+
+// refused reports whether err means the topic of it.msg will not take it:
+// a permanent Kafka error, or "unknown topic" MaxAttempts times in a row for
+// a business topic (delayd creates FailedTopic, so there it stays transient).
+func (s *Scanner) refused(err error, it *item) bool {
+	if permanent(err) {
+		return true
+	}
+	if !it.failed && errors.Is(err, kafka.UnknownTopicOrPartition) {
+		it.attempts++
+		return it.attempts >= s.cfg.MaxAttempts
+	}
+	return false
+}
+
+// permanent reports whether a produce error will not go away by retrying.
+func permanent(err error) bool {
+	var ke kafka.Error
+	if !errors.As(err, &ke) {
+		return false
+	}
+	switch ke {
+	case kafka.MessageSizeTooLarge,
+		kafka.InvalidTopic,
+		kafka.RecordListTooLarge,
+		kafka.TopicAuthorizationFailed,
+		kafka.InvalidRecord,
+		kafka.InvalidTimestamp,
+		kafka.PolicyViolation,
+		kafka.UnsupportedForMessageFormat:
+		return true
+	}
+	return false
+}
+
+// redirect turns it.msg into a message for FailedTopic: the deliverable
+// message plus delay-topic (the business topic) and delay-error (why).
+func (s *Scanner) redirect(it *item, reason string) {
+	s.log.Warn("task refused by its topic", "id", it.task.Name, "topic", it.task.Topic,
+		"exec_at", it.task.ExecAt, "reason", reason)
+	m := it.msg
+	m.Topic = s.cfg.FailedTopic
+	m.Headers = append(slices.Clip(m.Headers),
+		kafka.Header{Key: payload.HeaderTopic, Value: []byte(it.task.Topic)},
+		kafka.Header{Key: payload.HeaderError, Value: []byte(reason)})
+	it.msg = m
+	it.failed = true
+	it.attempts = 0
+}
+
+// strip drops the key, value and pass-through headers of a FailedTopic
+// message that FailedTopic refused (too large, typically), keeping the delay-*
+// headers, so that the failure is still recorded.
+func (s *Scanner) strip(it *item, err error) {
+	var hs []kafka.Header
+	for _, h := range it.msg.Headers {
+		if strings.HasPrefix(h.Key, "delay-") && h.Key != payload.HeaderError {
+			hs = append(hs, h)
+		}
+	}
+	reason := ""
+	for _, h := range it.msg.Headers {
+		if h.Key == payload.HeaderError {
+			reason = string(h.Value)
+		}
+	}
+	reason += "; key, value and headers dropped: " + err.Error()
+	it.msg.Key, it.msg.Value = nil, nil
+	it.msg.Headers = append(hs, kafka.Header{Key: payload.HeaderError, Value: []byte(reason)})
+	it.stripped = true
+}
+
+// write produces msgs in one WriteMessages call and returns one error per
+// message (nil when written). kafka-go fails a whole call, without per-message
+// errors, when one topic is unknown or invalid or one message is too large;
+// then the messages are written again per topic, and one by one when a single
+// topic is left, so each message gets its own answer.
+func (s *Scanner) write(ctx context.Context, msgs []kafka.Message) []error {
+	errs := make([]error, len(msgs))
+	err := s.w.WriteMessages(ctx, msgs...)
+	if err == nil {
+		return errs
+	}
+	var werrs kafka.WriteErrors
+	if errors.As(err, &werrs) && len(werrs) == len(msgs) {
+		copy(errs, werrs)
+		return errs
+	}
+	if len(msgs) > 1 && ctx.Err() == nil {
+		byTopic := make(map[string][]int)
+		for i, m := range msgs {
+			byTopic[m.Topic] = append(byTopic[m.Topic], i)
+		}
+		if len(byTopic) > 1 {
+			for _, idx := range byTopic {
+				sub := make([]kafka.Message, len(idx))
+				for j, i := range idx {
+					sub[j] = msgs[i]
+				}
+				for j, e := range s.write(ctx, sub) {
+					errs[idx[j]] = e
+				}
+			}
+			return errs
+		}
+		if permanent(err) {
+			for i := range msgs {
+				errs[i] = s.w.WriteMessages(ctx, msgs[i])
+			}
+			return errs
+		}
+	}
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+// remove removes entries from zset key, retrying while ctx lives and for a
+// short grace after: the messages of these entries were produced (or need not
+// be), so leaving them would deliver them again.
+func (s *Scanner) remove(ctx context.Context, key string, entries []zset.Entry) error {
+	rctx, cancel := withGrace(ctx, removeGrace)
+	defer cancel()
+	return s.retry(rctx, "remove", key, func(ctx context.Context) error {
+		return s.ix.Remove(ctx, key, entries)
+	})
+}
+
+// retry calls fn until it succeeds or ctx ends, with exponential backoff.
+func (s *Scanner) retry(ctx context.Context, op, key string, fn func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("scanner: %s %s: %w (last error: %v)", op, key, ctx.Err(), err)
+		}
+		s.log.Warn("call failed, retrying", "op", op, "zset", key, "attempt", attempt, "err", err)
+		if !sleep(ctx, backoff(s.cfg.RetryBackoff, s.cfg.MaxBackoff, attempt)) {
+			return fmt.Errorf("scanner: %s %s: %w (last error: %v)", op, key, ctx.Err(), err)
+		}
+	}
+}
+
+// backoff returns min(base * 2^(attempt-1), max).
+func backoff(base, max time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}

@@ -1,0 +1,171 @@
+package zset
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq/deploy/stacktest"
+	"github.com/redis/go-redis/v9"
+)
+
+// realRedis connects to the local stack's Redis and returns a prefix unique
+// to this test; every key under it is deleted at cleanup.
+func realRedis(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	addr := stacktest.Redis(t)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	prefix := fmt.Sprintf("dqtest-zset-%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+		c.Close()
+	})
+	return c, prefix
+}
+
+// The foundation's check that go-redis pipelines ZADD and reads
+// ZRANGEBYSCORE with LIMIT and scores against a real Redis.
+func TestRealRedisPipelineZAddRangeByScoreLimit(t *testing.T) {
+	ctx := context.Background()
+	c, prefix := realRedis(t)
+	key := prefix + ":pipe"
+	pl := c.Pipeline()
+	const n = 3000
+	for i := range n {
+		// ids near 2^63 and scores in unix ms must come back exactly.
+		pl.ZAdd(ctx, key, redis.Z{Score: float64(1_738_335_540_000 + int64(i)), Member: strconv.FormatUint(1<<63+uint64(i), 10)})
+	}
+	cmds, err := pl.Exec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmds) != n {
+		t.Fatalf("pipeline ran %d commands, want %d", len(cmds), n)
+	}
+	zs, err := c.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: "1738335540999", Offset: 0, Count: 100}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(zs) != 100 {
+		t.Fatalf("LIMIT 0 100 returned %d", len(zs))
+	}
+	for i, z := range zs {
+		if z.Member != strconv.FormatUint(1<<63+uint64(i), 10) || int64(z.Score) != 1_738_335_540_000+int64(i) {
+			t.Fatalf("member %d = %v %v", i, z.Member, z.Score)
+		}
+	}
+	if enc := c.ObjectEncoding(ctx, key).Val(); enc != "skiplist" {
+		t.Logf("encoding of a %d-member zset: %s", n, enc)
+	}
+}
+
+func TestRealRedisIndex(t *testing.T) {
+	ctx := context.Background()
+	c, prefix := realRedis(t)
+	ix, err := New(c, Config{Prefix: prefix, Shards: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	segStart := now.Truncate(time.Minute)
+	var due, later []Entry
+	for i := range 500 {
+		// overdue by up to an hour: all land in the segment of now
+		due = append(due, Entry{ID: 1<<62 + uint64(i), ExecAt: now.Add(-time.Duration(i) * time.Second * 7).UnixMilli()})
+	}
+	for i := range 300 {
+		later = append(later, Entry{ID: 1<<61 + uint64(i), ExecAt: segStart.Add(2*time.Minute + time.Duration(i)*time.Second).UnixMilli()})
+	}
+	if err := ix.Add(ctx, now, append(slices.Clone(due), later...)); err != nil {
+		t.Fatal(err)
+	}
+
+	backlog, err := ix.Backlog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, s := range backlog {
+		total += s.Pending
+		if s.End <= now.UnixMilli() {
+			t.Fatalf("segment %s ended before now but was written", s.Segment)
+		}
+	}
+	if total != 800 {
+		t.Fatalf("backlog total = %d, want 800: %+v", total, backlog)
+	}
+	if backlog[0].Pending != 500 {
+		t.Fatalf("segment of now holds %d, want the 500 overdue entries", backlog[0].Pending)
+	}
+
+	// Drain everything due by now, as a scanner would: Due, then Remove.
+	until := now.UnixMilli()
+	keys, err := ix.DueKeys(ctx, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 8 {
+		t.Fatalf("DueKeys = %d keys, want all 8 shards of the current segment: %v", len(keys), keys)
+	}
+	var drained []Entry
+	for _, k := range keys {
+		for {
+			es, err := ix.Due(ctx, k, until, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(es) == 0 {
+				break
+			}
+			if err := ix.Remove(ctx, k, es); err != nil {
+				t.Fatal(err)
+			}
+			drained = append(drained, es...)
+		}
+	}
+	byID := func(a, b Entry) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	}
+	slices.SortFunc(drained, byID)
+	slices.SortFunc(due, byID)
+	if !slices.Equal(drained, due) {
+		t.Fatalf("drained %d entries, want exactly the %d due ones", len(drained), len(due))
+	}
+	if keys, _ := ix.DueKeys(ctx, until); len(keys) != 0 {
+		t.Fatalf("after draining DueKeys = %v", keys)
+	}
+	for _, e := range later[:3] {
+		if ok, err := ix.Pending(ctx, e); err != nil || !ok {
+			t.Fatalf("Pending(%+v) = %v, %v; want true", e, ok, err)
+		}
+	}
+	if ok, _ := ix.Pending(ctx, due[0]); ok {
+		t.Fatal("a drained entry is still pending")
+	}
+
+	// The drained current segment retires once it has ended; the later one
+	// never while it holds members.
+	if n, err := ix.Retire(ctx, segStart.Add(time.Minute).UnixMilli()); err != nil || n != 1 {
+		t.Fatalf("Retire = %d, %v; want 1", n, err)
+	}
+	if n, err := ix.Retire(ctx, segStart.Add(time.Hour).UnixMilli()); err != nil || n != 0 {
+		t.Fatalf("Retire of non-empty segments = %d, %v; want 0", n, err)
+	}
+	backlog, _ = ix.Backlog(ctx)
+	if len(backlog) == 0 || backlog[0].Start != segStart.Add(2*time.Minute).UnixMilli() {
+		t.Fatalf("backlog after retire = %+v", backlog)
+	}
+}
