@@ -229,9 +229,11 @@ func (d *Dispatcher) emit(ctx context.Context, until int64) (int, error) {
 		return 0, nil
 	}
 	msgs := make([]kafka.Message, len(keys))
+	now := time.Now() // kafka-go sends timestamp 0 for a zero Time
 	for i, k := range keys {
 		msgs[i] = ScanTask{Zset: k, Until: until}.Message()
 		msgs[i].Topic = d.cfg.ScanTopic
+		msgs[i].Time = now
 	}
 	if err := d.w.WriteMessages(ctx, msgs...); err != nil {
 		return 0, fmt.Errorf("dispatcher: write %d scan tasks: %w", len(msgs), err)

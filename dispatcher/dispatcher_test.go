@@ -349,3 +349,34 @@ func countTasks(writes [][]ScanTask) int {
 	}
 	return n
 }
+
+// TestTickRedisDown: with Redis gone a tick is an error, not a loss, and
+// writes nothing.
+func TestTickRedisDown(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	defer c.Close()
+	ix, err := zset.New(c, zset.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanner := &fakeScanner{ix: ix, scanned: map[zset.Entry][]int64{}}
+	d, err := New(Config{Tick: time.Second, ScanTopic: "scan"}, ix, redsync.New(goredis.NewPool(c)), scanner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := d.nextTick(time.Now())
+	if err := ix.Add(context.Background(), at, []zset.Entry{{ID: 1, ExecAt: at.UnixMilli()}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.tick(context.Background(), at); got != resultWon || len(scanner.writes) != 1 {
+		t.Fatalf("tick with Redis up = %s, %d writes; want won, 1", got, len(scanner.writes))
+	}
+	if got := d.tick(context.Background(), at); got != resultLost {
+		t.Fatalf("second try at the same tick = %s, want lost", got)
+	}
+	mr.Close()
+	if got := d.tick(context.Background(), at.Add(time.Second)); got != resultError || len(scanner.writes) != 1 {
+		t.Fatalf("tick with Redis down = %s, %d writes; want error, 1", got, len(scanner.writes))
+	}
+}

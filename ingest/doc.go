@@ -5,14 +5,16 @@
 //
 // # Goroutines
 //
-// Run starts one goroutine per input topic. Each owns a kafka-go Reader
+// Run starts one goroutine per input topic, each with its own kafka-go Reader
 // (GroupID + Topic) and loops: fetch a batch with FetchMessage (until
 // BatchSize messages or BatchWait after the first one; the slow topic waits
 // on a token bucket of SlowRate messages/s before each fetch), handle it,
 // commit it with CommitMessages, repeat. Batches of one topic are handled one
 // at a time, in order; the two topics run side by side and share Store, Index
-// and Writer, which must be safe for concurrent use. Run returns after both
-// goroutines have ended and closed their readers.
+// and Writer, which must be safe for concurrent use. Run closes the readers
+// (leaving the group) only after both goroutines have ended, so that one
+// lane leaving cannot end the generation under the other's final commit,
+// and returns after that.
 //
 // # Handling a batch
 //
@@ -40,7 +42,10 @@
 //   - Re-delivery writes the same (ID, ExecAt) again: the same row and the same
 //     zset member, one task.
 //   - Graceful stop: when Run's ctx is cancelled the loops stop fetching, finish
-//     the batch in hand under a fresh context bounded by StopTimeout, commit it,
-//     close their readers (leaving the group) and return. A cancelled ctx is
-//     not an error.
+//     the batch in hand under a fresh context bounded by StopTimeout and commit
+//     it; then Run closes the readers and returns. A cancelled ctx is not an
+//     error; a batch that could not be finished in StopTimeout is (it stays
+//     uncommitted and is read again).
+//   - Failed-topic messages never grow past what the writer takes: one too
+//     large loses its value (then its key and headers), noted in delay-error.
 package ingest

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,16 +55,22 @@ type fakeStore struct {
 	script
 	ev    *events
 	block chan struct{} // when set, Put waits for it to close
+	// gate, when set, gives a channel that Put waits on for these tasks (nil: none).
+	gate  func([]payload.Task) <-chan struct{}
 	mu    sync.Mutex
 	calls int
 	tasks []payload.Task // of successful calls
 }
 
 func (f *fakeStore) Put(ctx context.Context, tasks []payload.Task) error {
-	if f.block != nil {
+	var block <-chan struct{} = f.block
+	if f.gate != nil {
+		block = f.gate(tasks)
+	}
+	if block != nil {
 		f.ev.add("put-wait")
 		select {
-		case <-f.block:
+		case <-block:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -182,6 +189,7 @@ func (f *fakeWriter) snapshot() (int, []kafka.Message) {
 
 // fakeReader serves messages from a channel and records commits.
 type fakeReader struct {
+	name    string // when set, events read "commit <name>", "close <name>"
 	ev      *events
 	in      chan kafka.Message
 	mu      sync.Mutex
@@ -209,7 +217,7 @@ func (r *fakeReader) CommitMessages(ctx context.Context, msgs ...kafka.Message) 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.commits = append(r.commits, msgs...)
-	r.ev.add("commit")
+	r.ev.add(strings.TrimSpace("commit " + r.name))
 	return nil
 }
 
@@ -217,6 +225,7 @@ func (r *fakeReader) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
+	r.ev.add(strings.TrimSpace("close " + r.name))
 	return nil
 }
 

@@ -98,28 +98,42 @@ func (in *Ingester) Run(ctx context.Context) error {
 	}
 	defer in.running.Store(false)
 
-	lanes := []struct {
-		topic string
-		lim   *limiter
-	}{
-		{in.cfg.Input, nil},
-		{in.cfg.Slow, newLimiter(in.cfg.SlowRate, min(int(in.cfg.SlowRate), in.cfg.BatchSize))},
-	}
-	readers := make([]*kafka.Reader, len(lanes))
-	for i, l := range lanes {
-		r, err := in.newReader(l.topic)
+	readers := make([]reader, 2)
+	for i, topic := range []string{in.cfg.Input, in.cfg.Slow} {
+		r, err := in.newReader(topic)
 		if err != nil {
 			return err
 		}
 		readers[i] = r
 	}
+	return in.run(ctx, readers[0], readers[1])
+}
+
+// run consumes input and slow (readers of Input and Slow) until ctx ends.
+// It closes the readers only after both lanes have committed their last
+// batch: closing one leaves the group and ends the generation, which would
+// make the other lane's final commit fail.
+func (in *Ingester) run(ctx context.Context, input, slow reader) error {
+	lanes := []struct {
+		topic string
+		r     reader
+		lim   *limiter
+	}{
+		{in.cfg.Input, input, nil},
+		{in.cfg.Slow, slow, newLimiter(in.cfg.SlowRate, min(int(in.cfg.SlowRate), in.cfg.BatchSize))},
+	}
 	errs := make([]error, len(lanes))
 	var wg sync.WaitGroup
 	for i, l := range lanes {
-		wg.Go(func() { errs[i] = in.consume(ctx, l.topic, readers[i], l.lim) })
+		wg.Go(func() { errs[i] = in.consume(ctx, l.topic, l.r, l.lim) })
 	}
 	in.log.Info("ingest started", "input", in.cfg.Input, "slow", in.cfg.Slow, "group", in.cfg.GroupID)
 	wg.Wait()
+	for _, l := range lanes {
+		if err := l.r.Close(); err != nil {
+			in.log.Warn("close reader", "topic", l.topic, "err", err)
+		}
+	}
 	in.log.Info("ingest stopped")
 	return errors.Join(errs...)
 }
@@ -145,15 +159,10 @@ func (in *Ingester) newReader(topic string) (*kafka.Reader, error) {
 	return kafka.NewReader(rc), nil
 }
 
-// consume is one topic's loop: fetch a batch, handle it, commit it. It closes
-// r before returning.
+// consume is one topic's loop: fetch a batch, handle it, commit it, until
+// ctx ends. It leaves r open.
 func (in *Ingester) consume(ctx context.Context, topic string, r reader, lim *limiter) error {
 	log := in.log.With("topic", topic)
-	defer func() {
-		if err := r.Close(); err != nil {
-			log.Warn("close reader", "err", err)
-		}
-	}()
 	batch := make([]kafka.Message, 0, in.cfg.BatchSize)
 	backoff := in.cfg.Backoff
 	for {

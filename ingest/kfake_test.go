@@ -7,9 +7,9 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	dqkafka "github.com/delayq/delayq/kafka"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -37,12 +37,7 @@ func TestRunInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &kafka.Writer{
-		Addr:         kafka.TCP(brokers...),
-		Balancer:     &kafka.Hash{},
-		RequiredAcks: kafka.RequireAll,
-		BatchTimeout: 5 * time.Millisecond,
-	}
+	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: brokers})
 	t.Cleanup(func() { w.Close() })
 
 	s := &scenario{

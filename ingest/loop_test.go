@@ -63,8 +63,8 @@ func TestConsumeCommitsAfterStoring(t *testing.T) {
 	if got := f.ev.list(); !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
 	}
-	if !r.closed {
-		t.Error("reader not closed")
+	if r.closed {
+		t.Error("consume closed the reader")
 	}
 }
 
@@ -133,8 +133,8 @@ func TestConsumeStopTimeoutBoundsAStuckBatch(t *testing.T) {
 	if len(r.committed()) != 0 {
 		t.Errorf("committed %v", r.committed())
 	}
-	if !r.closed {
-		t.Error("reader not closed")
+	if r.closed {
+		t.Error("consume closed the reader")
 	}
 }
 
@@ -155,6 +155,50 @@ func TestConsumeRetriesBatchUntilFailedTopicHeals(t *testing.T) {
 	}
 	if puts, _ := f.store.snapshot(); puts != 2 {
 		t.Errorf("Put calls %d, want 2 (the batch handled twice)", puts)
+	}
+}
+
+func TestRunClosesReadersAfterBothLanesCommit(t *testing.T) {
+	// Closing a reader leaves the group, ending the generation under the
+	// other lane: both final commits must come before either close.
+	f := newFixture(t, func(c *Config) { c.BatchWait = 5 * time.Millisecond })
+	release := make(chan struct{})
+	f.store.gate = func(tasks []payload.Task) <-chan struct{} {
+		if strings.HasPrefix(tasks[0].Name, "slow") {
+			return release
+		}
+		return nil
+	}
+	input, slow := newFakeReader(f.ev), newFakeReader(f.ev)
+	input.name, slow.name = "input", "slow"
+	input.in <- after(0, 0)
+	slow.in <- msg(1, 0, payload.HeaderTopic, "biz", payload.HeaderAfter, "1m", payload.HeaderID, "slow-0")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- f.in.run(ctx, input, slow) }()
+	waitFor(t, "input commit and slow put", func() bool {
+		ev := f.ev.list()
+		return slices.Contains(ev, "commit input") && slices.Contains(ev, "put-wait")
+	})
+	cancel()
+	time.Sleep(30 * time.Millisecond)
+	if slices.ContainsFunc(f.ev.list(), func(e string) bool { return strings.HasPrefix(e, "close") }) {
+		t.Fatalf("a reader closed while the slow lane still works: %v", f.ev.list())
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ev := f.ev.list()
+	last := slices.Index(ev, "commit slow")
+	if last < 0 || !input.closed || !slow.closed {
+		t.Fatalf("events %v; closed %v %v", ev, input.closed, slow.closed)
+	}
+	for _, e := range ev[:last] {
+		if strings.HasPrefix(e, "close") {
+			t.Errorf("%s before the slow lane's commit: %v", e, ev)
+		}
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // ReaderConfig configures NewReader. The zero value means the defaults,
 // except that GroupID and Topics are required.
 type ReaderConfig struct {
-	Brokers []string // default DefaultBrokers
+	Brokers []string // default DefaultBroker
 	GroupID string
 	Topics  []string
 	// MinBytes a fetch waits for; default 1, so a fetch answers as soon as
@@ -63,7 +63,7 @@ func (c ReaderConfig) Config() (kgo.ReaderConfig, error) {
 		WatchPartitionChanges: true,
 	}
 	if len(rc.Brokers) == 0 {
-		rc.Brokers = DefaultBrokers
+		rc.Brokers = []string{DefaultBroker}
 	}
 	if len(c.Topics) == 1 {
 		rc.Topic = c.Topics[0]

@@ -8,12 +8,12 @@ import (
 	kgo "github.com/segmentio/kafka-go"
 )
 
-// DefaultBrokers is used when a config names no brokers.
-var DefaultBrokers = []string{"127.0.0.1:9092"}
+// DefaultBroker is used when a config names no brokers.
+const DefaultBroker = "127.0.0.1:9092"
 
 // WriterConfig configures NewWriter. The zero value means the defaults.
 type WriterConfig struct {
-	Brokers []string // default DefaultBrokers
+	Brokers []string // default DefaultBroker
 	// BatchSize is the number of messages per partition batch; default 1000.
 	BatchSize int
 	// BatchBytes caps the bytes of one batch request; default 1 MiB (the
@@ -34,7 +34,7 @@ type WriterConfig struct {
 // done.
 func NewWriter(cfg WriterConfig) *kgo.Writer {
 	if len(cfg.Brokers) == 0 {
-		cfg.Brokers = DefaultBrokers
+		cfg.Brokers = []string{DefaultBroker}
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1000

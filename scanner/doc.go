@@ -34,11 +34,13 @@
 //     removes only what it read and produced.
 //   - Stop (Run's ctx cancelled) and rebalance: fetching stops at once, queued
 //     scan tasks that have not started are left for the next owner, scan tasks
-//     in flight continue for up to DrainTimeout, and a batch whose messages were
-//     produced always gets its entries removed (with a short grace after that
-//     deadline) before the goroutine exits; then the offsets are committed and,
-//     on stop, the member leaves the group. That is what makes a graceful stop
-//     free of duplicates.
+//     in flight continue for up to DrainTimeout. After that deadline no new
+//     batch and no new write starts, but a write already started is never cut
+//     short (kafka-go keeps producing a batch after WriteMessages returned
+//     ctx.Err(), so its outcome would be unknown) and a batch whose messages
+//     were produced always gets its entries removed, each with a short grace.
+//     Then the offsets are committed and, on stop, the member leaves the
+//     group. That is what makes a graceful stop free of duplicates.
 //   - Errors of Redis, the store and Kafka are retried with exponential backoff
 //     while the context lives. A message that a business topic refuses for good
 //     (invalid or unauthorized topic, too large, a topic that stays unknown for

@@ -14,47 +14,34 @@ import (
 
 // partition tracks the offsets of one assigned partition: scan tasks are
 // started in offset order and finish in any order; the commit point is the
-// window's low-water mark.
+// window's low-water mark, which never goes backwards.
 type partition struct {
-	id int
+	id  int
+	win *dqkafka.Window // safe for concurrent use
 
 	mu   sync.Mutex
-	win  *dqkafka.Window
-	next int64 // offset to commit (next offset to read), -1 when none yet
 	done int64 // last offset committed, -1 when none yet
 }
 
 func newPartition(id int) *partition {
-	return &partition{id: id, win: dqkafka.NewWindow(), next: -1, done: -1}
+	return &partition{id: id, win: dqkafka.NewWindow(), done: -1}
 }
 
-func (p *partition) start(offset int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.win.Start(offset)
-}
-
-func (p *partition) finish(offset int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if commit, ok := p.win.Done(offset); ok && commit > p.next {
-		p.next = commit
-	}
-}
+func (p *partition) start(offset int64)  { p.win.Start(offset) }
+func (p *partition) finish(offset int64) { p.win.Done(offset) }
 
 // pending returns the offset to commit when it advanced past the last commit.
 func (p *partition) pending() (int64, bool) {
+	next, ok := p.win.Committed()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.next, p.next > p.done
+	return next, ok && next > p.done
 }
 
 func (p *partition) committed(offset int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if offset > p.done {
-		p.done = offset
-	}
+	p.done = max(p.done, offset)
 }
 
 // fetchMaxWait bounds how long a fetch waits for new scan tasks.

@@ -265,8 +265,15 @@ func (s *Scanner) strip(it *item, err error) {
 // errors, when one topic is unknown or invalid or one message is too large;
 // then the messages are written again per topic, and one by one when a single
 // topic is left, so each message gets its own answer.
+//
+// Each message is stamped with the delivery time: kafka-go would otherwise
+// send timestamp 0, which time-based retention deletes at once.
 func (s *Scanner) write(ctx context.Context, msgs []kafka.Message) []error {
 	errs := make([]error, len(msgs))
+	now := time.Now()
+	for i := range msgs {
+		msgs[i].Time = now
+	}
 	err := s.w.WriteMessages(ctx, msgs...)
 	if err == nil {
 		return errs

@@ -657,8 +657,8 @@ func TestConfigValidate(t *testing.T) {
 		want []string
 	}{
 		{"defaults", Config{Brokers: []string{"b"}}, nil},
-		{"everything wrong", Config{Workers: -1, BatchSize: 6000, MaxAttempts: -1, Topic: "x", FailedTopic: "x"},
-			[]string{"no brokers", "workers", "batch size", "max attempts", "both"}},
+		{"everything wrong", Config{Workers: -1, BatchSize: 6000, MaxAttempts: -1, Topic: "x", FailedTopic: "x", DrainTimeout: time.Minute},
+			[]string{"no brokers", "workers", "batch size", "max attempts", "both", "drain timeout"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,6 +39,10 @@ const (
 	// entries are not removed. kafka-go's own timeouts end it sooner unless
 	// the brokers are unreachable.
 	writeGrace = 10 * time.Second
+	// maxDrainTimeout keeps DrainTimeout + writeGrace + removeGrace under
+	// kafka-go's rebalance timeout (30s): a member that drains longer is
+	// dropped from the group while it still scans.
+	maxDrainTimeout = 15 * time.Second
 	// queueSize is the number of scan tasks queued per worker.
 	queueSize = 16
 )
@@ -68,8 +72,9 @@ type Config struct {
 	// committed when it advanced. Default 100ms.
 	CommitInterval time.Duration
 	// DrainTimeout bounds how long scan tasks in flight continue after a stop
-	// or a rebalance. Keep it well under the group's rebalance timeout (30s).
-	// Default 10s.
+	// or a rebalance. A write or a removal that started may take up to 10s
+	// and 5s more; the sum must stay under the group's rebalance timeout
+	// (30s), so at most 15s. Default 10s.
 	DrainTimeout time.Duration
 	// RetryBackoff and MaxBackoff bound the exponential backoff between
 	// retries of Redis, store and Kafka calls. Defaults 100ms and 5s.
@@ -141,8 +146,8 @@ func (c *Config) Validate() error {
 	if c.CommitInterval < 0 {
 		bad("negative commit interval %s", c.CommitInterval)
 	}
-	if c.DrainTimeout < 0 {
-		bad("negative drain timeout %s", c.DrainTimeout)
+	if c.DrainTimeout < 0 || c.DrainTimeout > maxDrainTimeout {
+		bad("drain timeout %s not in [0, %s]", c.DrainTimeout, maxDrainTimeout)
 	}
 	if c.RetryBackoff < 0 || c.MaxBackoff < c.RetryBackoff {
 		bad("backoff range [%s, %s] invalid", c.RetryBackoff, c.MaxBackoff)

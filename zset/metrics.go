@@ -9,11 +9,11 @@ import (
 )
 
 // The store metrics are shared with package payload (store="hbase"): both
-// register the same names, help and labels, and reuse whichever collector
-// was registered first.
+// register the same names, help and labels (they must match exactly), and
+// reuse whichever collector was registered first.
 const (
-	storeCallHelp   = "Latency of payload and index store calls, by store and operation."
-	storeErrorsHelp = "Payload and index store calls that failed, by store and operation."
+	storeCallHelp   = "Latency of calls to the payload and index stores."
+	storeErrorsHelp = "Failed calls to the payload and index stores."
 )
 
 type metrics struct {
@@ -26,7 +26,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "delayq_store_call_seconds",
 			Help:    storeCallHelp,
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5ms .. 4s
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms .. 16 s, as payload
 		}, []string{"store", "op"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "delayq_store_errors_total",

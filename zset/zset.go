@@ -254,9 +254,9 @@ func (ix *Index) Add(ctx context.Context, now time.Time, entries []Entry) (err e
 	return nil
 }
 
-// segments returns registered segments with min <= start <= max.
-func (ix *Index) segments(ctx context.Context, min, max string) ([]redis.Z, error) {
-	segs, err := ix.client.ZRangeByScoreWithScores(ctx, ix.registry, &redis.ZRangeBy{Min: min, Max: max}).Result()
+// segments returns registered segments with lo <= start <= hi.
+func (ix *Index) segments(ctx context.Context, lo, hi string) ([]redis.Z, error) {
+	segs, err := ix.client.ZRangeByScoreWithScores(ctx, ix.registry, &redis.ZRangeBy{Min: lo, Max: hi}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read registry %s: %w", ix.registry, err)
 	}
@@ -268,11 +268,11 @@ func (ix *Index) segments(ctx context.Context, min, max string) ([]redis.Z, erro
 // segment and shard.
 func (ix *Index) DueKeys(ctx context.Context, until int64) (keys []string, err error) {
 	defer ix.metrics.observe("due_keys", time.Now(), &err)
-	segs, err := ix.segments(ctx, "-inf", strconv.FormatInt(until, 10))
+	hi := strconv.FormatInt(until, 10)
+	segs, err := ix.segments(ctx, "-inf", hi)
 	if err != nil {
 		return nil, fmt.Errorf("zset: due keys: %w", err)
 	}
-	max := strconv.FormatInt(until, 10)
 	all := make([]string, 0, len(segs)*ix.shards)
 	for _, s := range segs {
 		for shard := range ix.shards {
@@ -280,7 +280,7 @@ func (ix *Index) DueKeys(ctx context.Context, until int64) (keys []string, err e
 		}
 	}
 	counts, err := ix.counts(ctx, all, func(pl redis.Pipeliner, key string) *redis.IntCmd {
-		return pl.ZCount(ctx, key, "-inf", max)
+		return pl.ZCount(ctx, key, "-inf", hi)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("zset: due keys: %w", err)

@@ -1,0 +1,175 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq/deploy/stacktest"
+	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/zset"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+)
+
+// realRedis returns a client of the local stack's Redis and a prefix unique
+// to the test; keys under it are deleted at cleanup.
+func realRedis(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	addr := stacktest.Redis(t)
+	prefix := fmt.Sprintf("dqtest-dispatch-%d", time.Now().UnixNano())
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+		c.Close()
+	})
+	return c, prefix
+}
+
+// The foundation's check: two redsync mutexes on one name, from two
+// clients, try at the same moment; exactly one wins, the other is told the
+// lock is taken, and the lock expires by itself.
+func TestRealRedisRedsyncTwoMutexesOneWins(t *testing.T) {
+	c1, prefix := realRedis(t)
+	c2 := redis.NewClient(&redis.Options{Addr: stacktest.Redis(t)})
+	defer c2.Close()
+	lockers := []*redsync.Redsync{redsync.New(goredis.NewPool(c1)), redsync.New(goredis.NewPool(c2))}
+	ctx := context.Background()
+	const expiry = 3 * time.Second
+	for round := range 20 {
+		name := fmt.Sprintf("%s:dispatch:%d", prefix, round)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		startGate := make(chan struct{})
+		for i, l := range lockers {
+			mu := l.NewMutex(name, redsync.WithTries(1), redsync.WithExpiry(expiry))
+			wg.Go(func() {
+				<-startGate
+				errs[i] = mu.TryLockContext(ctx)
+			})
+		}
+		close(startGate)
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			var taken *redsync.ErrTaken
+			switch {
+			case err == nil:
+				won++
+			case errors.As(err, &taken):
+			default:
+				t.Fatalf("round %d: unexpected error %v", round, err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("round %d: %d winners (%v), want exactly 1", round, won, errs)
+		}
+		if ttl := c1.PTTL(ctx, name).Val(); ttl <= 0 || ttl > expiry {
+			t.Fatalf("round %d: lock TTL %v, want in (0, %v]", round, ttl, expiry)
+		}
+	}
+}
+
+// TestRealStackDispatcherEmitsDueZsetsOnly runs a dispatcher with a 1 s
+// tick against the real Redis and Kafka and reads the scan topic back: a
+// tick emits exactly the zsets that hold due members, keyed by zset.
+func TestRealStackDispatcherEmitsDueZsetsOnly(t *testing.T) {
+	c, prefix := realRedis(t)
+	brokers := stacktest.Kafka(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+
+	topic := prefix + "-scan"
+	if err := dqkafka.EnsureTopics(ctx, brokers, []dqkafka.TopicSpec{{Name: topic, Partitions: 1, ReplicationFactor: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cl := &kafka.Client{Addr: kafka.TCP(brokers...)}
+		cl.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	})
+
+	ix, err := zset.New(c, zset.Config{Prefix: prefix, Shards: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	want := map[string]bool{}
+	var entries []zset.Entry
+	for i := range 5 { // overdue: they land in the segment of now
+		e := zset.Entry{ID: uint64(1000 + i*7919), ExecAt: now.Add(-time.Duration(i+1) * time.Minute).UnixMilli()}
+		entries = append(entries, e)
+		want[ix.Key(zset.Entry{ID: e.ID, ExecAt: now.UnixMilli()})] = true
+	}
+	for i := range 5 { // not due for an hour or more
+		entries = append(entries, zset.Entry{ID: uint64(2000 + i), ExecAt: now.Add(time.Duration(i+1) * time.Hour).UnixMilli()})
+	}
+	if err := ix.Add(ctx, now, entries); err != nil {
+		t.Fatal(err)
+	}
+
+	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: brokers})
+	defer w.Close()
+	d, err := New(Config{Tick: time.Second, LockPrefix: prefix, ScanTopic: topic}, ix, redsync.New(goredis.NewPool(c)), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: 0, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 200 * time.Millisecond})
+	defer r.Close()
+	// Read the first tick's batch: it ends where a message of the next tick
+	// (the same zsets again, since nothing drains them) begins.
+	got := map[string]bool{}
+	var first int64
+	for {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read scan topic: %v (so far %v)", err, got)
+		}
+		s, err := ParseScanTask(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Key) != s.Zset {
+			t.Fatalf("key %q, zset %q", m.Key, s.Zset)
+		}
+		if first == 0 {
+			first = s.Until
+			if first%1000 != 0 || first > time.Now().UnixMilli() {
+				t.Fatalf("until %d is not a past whole second", first)
+			}
+		}
+		if s.Until != first {
+			if s.Until <= first {
+				t.Fatalf("a later tick has until %d <= %d", s.Until, first)
+			}
+			break
+		}
+		if got[s.Zset] {
+			t.Fatalf("zset %s twice in one tick", s.Zset)
+		}
+		got[s.Zset] = true
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("one tick emitted %v, want exactly the due zsets %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+}
