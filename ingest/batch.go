@@ -207,7 +207,13 @@ func (in *Ingester) failedMessage(m kafka.Message, reason string) kafka.Message 
 		kafka.Header{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(m.Partition))},
 		kafka.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(m.Offset, 10))},
 	)
-	return kafka.Message{Topic: in.cfg.Failed, Key: m.Key, Value: m.Value, Headers: headers}
+	// Keep the input's timestamp; kafka-go would send 0 for a zero Time,
+	// which time-based retention deletes at once.
+	at := m.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return kafka.Message{Topic: in.cfg.Failed, Key: m.Key, Value: m.Value, Headers: headers, Time: at}
 }
 
 func failureHeader(key string) bool {

@@ -204,6 +204,9 @@ func (in *Ingester) fetch(ctx context.Context, r reader, lim *limiter, batch []k
 		}
 		m, err := r.FetchMessage(fctx)
 		if err != nil {
+			if lim != nil {
+				lim.refund() // no message came for that token
+			}
 			if ctx.Err() != nil || fctx.Err() == nil {
 				return batch, err // stopping, or a real error
 			}

@@ -40,6 +40,11 @@ func (l *limiter) wait(ctx context.Context) error {
 	}
 }
 
+// refund gives back a token that wait handed out but was not used.
+func (l *limiter) refund() {
+	l.tokens = min(l.burst, l.tokens+1)
+}
+
 // sleep waits d or until ctx is done, whichever comes first.
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

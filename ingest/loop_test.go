@@ -263,6 +263,11 @@ func TestLimiter(t *testing.T) {
 		if d := time.Since(start); d > 1200*time.Millisecond {
 			t.Errorf("token after refill at %v", d)
 		}
+		l.refund()
+		before := time.Now()
+		if err := l.wait(t.Context()); err != nil || time.Since(before) != 0 {
+			t.Errorf("wait after refund: %v after %v", err, time.Since(before))
+		}
 	})
 }
 

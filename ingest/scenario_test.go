@@ -124,9 +124,7 @@ func (s *scenario) run() {
 	}
 	defer producer.Close()
 	for _, topic := range []string{s.input, s.slow} {
-		if err := producer.WriteMessages(ctx, msgs[topic]...); err != nil {
-			tb.Fatalf("produce %d to %s: %v", len(msgs[topic]), topic, err)
-		}
+		produce(tb, ctx, producer, msgs[topic])
 	}
 	s.logf("produced %d messages", s.n)
 	client := &kafka.Client{Addr: kafka.TCP(s.brokers...), Timeout: 5 * time.Second}
@@ -434,4 +432,30 @@ func readTopic(tb testing.TB, ctx context.Context, client *kafka.Client, brokers
 		r.Close()
 	}
 	return out
+}
+
+// produce writes msgs, retrying the ones that failed while a new topic's
+// metadata spreads (UnknownTopicOrPartition, LeaderNotAvailable).
+func produce(tb testing.TB, ctx context.Context, w *kafka.Writer, msgs []kafka.Message) {
+	tb.Helper()
+	for attempt := 1; len(msgs) > 0; attempt++ {
+		err := w.WriteMessages(ctx, msgs...)
+		if err == nil {
+			return
+		}
+		if attempt == 20 {
+			tb.Fatalf("produce %d messages: %v", len(msgs), err)
+		}
+		var werrs kafka.WriteErrors
+		if errors.As(err, &werrs) && len(werrs) == len(msgs) {
+			var again []kafka.Message
+			for i, e := range werrs {
+				if e != nil {
+					again = append(again, msgs[i])
+				}
+			}
+			msgs = again
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }

@@ -1,0 +1,314 @@
+package delayq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/snowflake"
+	kafka "github.com/segmentio/kafka-go"
+
+	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/payload"
+)
+
+// Defaults of Config.
+const (
+	DefaultSlowAfter    = time.Hour
+	DefaultBatchTimeout = 5 * time.Millisecond
+	// MaxNode is the largest snowflake node id.
+	MaxNode = 1023
+)
+
+var (
+	// ErrInvalid is wrapped by the errors of Submit and Cancel for a task or
+	// cancel that breaks the delay contract; nothing was written.
+	ErrInvalid = errors.New("delayq: invalid task")
+	// ErrClosed is returned by Submit and Cancel after Close.
+	ErrClosed = errors.New("delayq: client closed")
+)
+
+// Config configures a Client. The zero value means the defaults.
+type Config struct {
+	// Brokers are the Kafka bootstrap addresses (default 127.0.0.1:9092).
+	Brokers []string
+	// Node is the snowflake node id, 0..1023, of the ids the client makes
+	// for tasks without an ID (default 0). It must be unique per running
+	// process among all processes that submit tasks at the same time.
+	Node int64
+	// SlowAfter: a task due more than this after now goes to the slow input
+	// topic (default 1 h; negative: never).
+	SlowAfter time.Duration
+	// Input and Slow are the input topics (default delay-input and
+	// delay-input-slow). Only tests and unusual deployments change them.
+	Input string
+	Slow  string
+	// BatchTimeout is how long the writer waits to fill a batch (default
+	// 5 ms): the latency of a lone Submit.
+	BatchTimeout time.Duration
+	// Logger receives kafka-go's error log (nil: discard).
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if len(c.Brokers) == 0 {
+		c.Brokers = []string{dqkafka.DefaultBroker}
+	}
+	if c.SlowAfter == 0 {
+		c.SlowAfter = DefaultSlowAfter
+	}
+	if c.Input == "" {
+		c.Input = dqkafka.TopicInput
+	}
+	if c.Slow == "" {
+		c.Slow = dqkafka.TopicInputSlow
+	}
+	if c.BatchTimeout == 0 {
+		c.BatchTimeout = DefaultBatchTimeout
+	}
+}
+
+// Validate reports every invalid field at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Node < 0 || c.Node > MaxNode {
+		errs = append(errs, fmt.Errorf("delayq: Node %d out of range 0..%d", c.Node, MaxNode))
+	}
+	for _, b := range c.Brokers {
+		if !strings.Contains(b, ":") {
+			errs = append(errs, fmt.Errorf("delayq: broker %q is not host:port", b))
+		}
+	}
+	if c.BatchTimeout < 0 {
+		errs = append(errs, fmt.Errorf("delayq: BatchTimeout %v is negative", c.BatchTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Task is a message to deliver later.
+type Task struct {
+	// ID names the task (delay-id), up to 128 bytes. Empty: the client makes
+	// a snowflake id. Same ID and same due time is one task.
+	ID string
+	// Topic is the business topic to deliver to. Required.
+	Topic string
+	// At is the due time (millisecond precision). When it is zero, the task
+	// is due After from now; both zero means due now. Give at most one.
+	At    time.Time
+	After time.Duration
+	// Key, Value and Headers are delivered byte for byte. Headers must not
+	// use the control names delay-topic, delay-at, delay-after, delay-id,
+	// delay-op or delay-error.
+	Key     []byte
+	Value   []byte
+	Headers []kafka.Header
+}
+
+// Receipt identifies a submitted task: Cancel(ctx, r.ID, r.At) cancels it.
+type Receipt struct {
+	ID    string    // the delay-id, given or made
+	At    time.Time // the due time, UTC, whole milliseconds
+	Input string    // the input topic the task was written to
+}
+
+// Client submits and cancels tasks.
+type Client struct {
+	cfg    Config
+	node   *snowflake.Node
+	w      *kafka.Writer
+	once   sync.Once
+	mu     sync.RWMutex // guards closed against in-flight writes
+	closed bool
+	now    func() time.Time
+}
+
+// snowflakeMu serializes snowflake.NewNode, which writes package variables.
+var snowflakeMu sync.Mutex
+
+// New returns a client. It does not connect: the first Submit or Cancel
+// does.
+func New(cfg Config) (*Client, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	snowflakeMu.Lock()
+	node, err := snowflake.NewNode(cfg.Node)
+	snowflakeMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("delayq: snowflake node %d: %w", cfg.Node, err)
+	}
+	w := dqkafka.NewWriter(dqkafka.WriterConfig{
+		Brokers:      cfg.Brokers,
+		BatchTimeout: cfg.BatchTimeout,
+		Logger:       cfg.Logger,
+	})
+	return &Client{cfg: cfg, node: node, w: w, now: time.Now}, nil
+}
+
+// NewID returns a fresh snowflake id as the decimal string Submit would use.
+func (c *Client) NewID() string { return c.node.Generate().String() }
+
+// Submit writes t to delayq's input (the slow one when t is due more than
+// Config.SlowAfter from now) and returns once the brokers have it. Invalid
+// tasks fail with an error wrapping ErrInvalid before anything is written.
+func (c *Client) Submit(ctx context.Context, t Task) (Receipt, error) {
+	now := c.now()
+	at, err := checkTask(t, now)
+	if err != nil {
+		return Receipt{}, err
+	}
+	id := t.ID
+	if id == "" {
+		id = c.NewID()
+	}
+	input := c.cfg.Input
+	if c.cfg.SlowAfter >= 0 && at.Sub(now) > c.cfg.SlowAfter {
+		input = c.cfg.Slow
+	}
+	headers := make([]kafka.Header, 0, len(t.Headers)+3)
+	headers = append(headers, t.Headers...)
+	headers = append(headers,
+		kafka.Header{Key: payload.HeaderTopic, Value: []byte(t.Topic)},
+		kafka.Header{Key: payload.HeaderAt, Value: unixMilli(at)},
+		kafka.Header{Key: payload.HeaderID, Value: []byte(id)},
+	)
+	m := kafka.Message{Topic: input, Key: t.Key, Value: t.Value, Headers: headers, Time: now}
+	if err := c.write(ctx, m); err != nil {
+		return Receipt{}, fmt.Errorf("delayq: submit %s to %s: %w", id, input, err)
+	}
+	return Receipt{ID: id, At: at, Input: input}, nil
+}
+
+// Cancel cancels the task with this id and due time (the pair a Receipt
+// holds). A cancel wins whichever of the two delayq reads first; cancelling
+// a task that does not exist or is already delivered is harmless. at is
+// truncated to milliseconds.
+func (c *Client) Cancel(ctx context.Context, id string, at time.Time) error {
+	var reasons []string
+	reasons = checkID(reasons, id)
+	if id == "" {
+		reasons = append(reasons, "a cancel needs the task id")
+	}
+	if at.IsZero() || at.UnixMilli() < 0 {
+		reasons = append(reasons, "a cancel needs the task's due time (at), not before 1970")
+	}
+	if err := invalid(reasons); err != nil {
+		return err
+	}
+	m := kafka.Message{
+		Topic: c.cfg.Input,
+		Key:   []byte(id),
+		Headers: []kafka.Header{
+			{Key: payload.HeaderOp, Value: []byte(payload.OpCancel)},
+			{Key: payload.HeaderID, Value: []byte(id)},
+			{Key: payload.HeaderAt, Value: unixMilli(at)},
+		},
+		Time: c.now(),
+	}
+	if err := c.write(ctx, m); err != nil {
+		return fmt.Errorf("delayq: cancel %s to %s: %w", id, c.cfg.Input, err)
+	}
+	return nil
+}
+
+// Close flushes pending writes and closes the connections. It is
+// idempotent; Submit and Cancel fail with ErrClosed afterwards.
+func (c *Client) Close() error {
+	var err error
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		err = c.w.Close()
+	})
+	return err
+}
+
+func (c *Client) write(ctx context.Context, m kafka.Message) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	return c.w.WriteMessages(ctx, m)
+}
+
+// checkTask validates t and returns its due time, truncated to milliseconds.
+func checkTask(t Task, now time.Time) (time.Time, error) {
+	var reasons []string
+	switch {
+	case t.Topic == "":
+		reasons = append(reasons, "topic is empty")
+	case !legalTopic(t.Topic):
+		reasons = append(reasons, fmt.Sprintf("topic %q is not a legal Kafka topic name", t.Topic))
+	case dqkafka.Internal(t.Topic):
+		reasons = append(reasons, fmt.Sprintf("topic %q is an internal topic", t.Topic))
+	}
+	reasons = checkID(reasons, t.ID)
+	at := t.At
+	switch {
+	case !t.At.IsZero() && t.After != 0:
+		reasons = append(reasons, "give At or After, not both")
+	case t.After < 0:
+		reasons = append(reasons, fmt.Sprintf("After %v is negative", t.After))
+	case t.At.IsZero():
+		at = now.Add(t.After)
+	}
+	if at.UnixMilli() < 0 {
+		reasons = append(reasons, "due time is before 1970")
+	}
+	for _, h := range t.Headers {
+		if control(h.Key) {
+			reasons = append(reasons, fmt.Sprintf("header %q is a delay control header", h.Key))
+		}
+	}
+	return time.UnixMilli(at.UnixMilli()).UTC(), invalid(reasons)
+}
+
+func checkID(reasons []string, id string) []string {
+	if len(id) > payload.MaxNameLen {
+		reasons = append(reasons, fmt.Sprintf("id is %d bytes, over the %d-byte limit", len(id), payload.MaxNameLen))
+	}
+	return reasons
+}
+
+func invalid(reasons []string) error {
+	if len(reasons) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(reasons, "; "))
+}
+
+func control(key string) bool {
+	switch key {
+	case payload.HeaderTopic, payload.HeaderAt, payload.HeaderAfter,
+		payload.HeaderID, payload.HeaderOp, payload.HeaderError:
+		return true
+	}
+	return false
+}
+
+// legalTopic applies Kafka's topic name rule: 1..249 of [a-zA-Z0-9._-],
+// not "." or "..".
+func legalTopic(s string) bool {
+	if len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func unixMilli(t time.Time) []byte {
+	return strconv.AppendInt(nil, t.UnixMilli(), 10)
+}

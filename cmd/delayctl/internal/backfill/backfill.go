@@ -1,0 +1,257 @@
+package backfill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"golang.org/x/sync/errgroup"
+
+	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/zset"
+)
+
+// Defaults of Config.
+const (
+	DefaultBatchSize    = 500
+	DefaultCheckers     = 16
+	DefaultFlushTimeout = 30 * time.Second
+)
+
+// ErrConfig is wrapped by every error Validate reports.
+var ErrConfig = errors.New("backfill: invalid config")
+
+// Store scans stored tasks by due time: rows with from <= ExecAt < to in
+// (ExecAt, ID) order (payload.HBase, payload.Memory).
+type Store interface {
+	Scan(ctx context.Context, from, to int64, fn func(payload.Task) error) error
+}
+
+// Index tells whether a task is still pending in Redis (zset.Index).
+type Index interface {
+	Pending(ctx context.Context, e zset.Entry) (bool, error)
+}
+
+// Writer writes output messages; each names its topic.
+type Writer interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// Config configures Run. From and To are required; the zero value of every
+// other field means its default.
+type Config struct {
+	// From and To bound the due times, unix ms: From <= ExecAt < To.
+	From, To int64
+	// Topic, when set, limits the backfill to tasks for this business topic.
+	Topic string
+	// DryRun counts what would be delivered and writes nothing.
+	DryRun bool
+	// SkipPending skips tasks still pending in the Redis index; Run then
+	// needs an Index.
+	SkipPending bool
+	// BatchSize is the most rows checked and written together (default 500).
+	BatchSize int
+	// Checkers is how many pending checks run at once (default 16).
+	Checkers int
+	// FlushTimeout bounds writing the batch in hand after ctx ended
+	// (default 30 s).
+	FlushTimeout time.Duration
+	// Progress, when set, is called on Run's goroutine after every batch.
+	Progress func(Stats)
+	// Now stamps the output messages (default time.Now).
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.Checkers == 0 {
+		c.Checkers = DefaultCheckers
+	}
+	if c.FlushTimeout == 0 {
+		c.FlushTimeout = DefaultFlushTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports every invalid field at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.From < 0 {
+		errs = append(errs, fmt.Errorf("%w: from %d is before 1970", ErrConfig, c.From))
+	}
+	if c.To <= c.From {
+		errs = append(errs, fmt.Errorf("%w: to %s is not after from %s", ErrConfig,
+			payload.FormatTime(c.To), payload.FormatTime(c.From)))
+	}
+	if c.BatchSize < 0 {
+		errs = append(errs, fmt.Errorf("%w: batch size %d is negative", ErrConfig, c.BatchSize))
+	}
+	if c.Checkers < 0 {
+		errs = append(errs, fmt.Errorf("%w: checkers %d is negative", ErrConfig, c.Checkers))
+	}
+	return errors.Join(errs...)
+}
+
+// Stats counts what Run did. Scanned = Delivered + Pending + Cancelled +
+// OtherTopic + Invalid, except for the rows of a batch whose write failed.
+type Stats struct {
+	Scanned    int64 // rows read in [From, To)
+	Delivered  int64 // written (a dry run: would be written)
+	Pending    int64 // skipped: still pending in Redis (SkipPending)
+	Cancelled  int64 // skipped: cancelled
+	OtherTopic int64 // skipped: for another topic than Config.Topic
+	Invalid    int64 // skipped: a row without a deliverable topic
+	// Position is the due time (unix ms) of the last row scanned.
+	Position int64
+	// Resume is where a rerun should start: every row due before it has
+	// been handled. It is To after a complete run.
+	Resume int64
+}
+
+// Run scans [cfg.From, cfg.To) and delivers the tasks again, batch by
+// batch. It returns the Stats and, when it stopped early, an error: ctx's
+// (wrapped) when ctx ended, or the store's, index's or writer's.
+func Run(ctx context.Context, cfg Config, store Store, ix Index, w Writer) (Stats, error) {
+	cfg.setDefaults()
+	err := cfg.Validate()
+	if cfg.SkipPending && ix == nil {
+		err = errors.Join(err, fmt.Errorf("%w: skip pending needs an index", ErrConfig))
+	}
+	if !cfg.DryRun && w == nil {
+		err = errors.Join(err, fmt.Errorf("%w: a writer is needed unless it is a dry run", ErrConfig))
+	}
+	if err != nil {
+		return Stats{}, err
+	}
+	r := &run{cfg: cfg, ix: ix, w: w, stats: Stats{Resume: cfg.From}}
+	scanErr := store.Scan(ctx, cfg.From, cfg.To, func(t payload.Task) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.stats.Scanned++
+		r.stats.Position = t.ExecAt
+		if r.keep(t) {
+			r.batch = append(r.batch, t)
+		}
+		if len(r.batch) < cfg.BatchSize {
+			return nil
+		}
+		return r.flush(ctx)
+	})
+	// Whatever stopped the scan, hand over the batch in hand; after an
+	// interrupt, with a fresh deadline.
+	fctx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), cfg.FlushTimeout)
+		defer cancel()
+	}
+	flushErr := r.flush(fctx)
+	switch {
+	case ctx.Err() != nil:
+		return r.stats, errors.Join(fmt.Errorf("backfill: interrupted: %w", ctx.Err()), flushErr)
+	case scanErr != nil:
+		return r.stats, errors.Join(fmt.Errorf("backfill: scan: %w", scanErr), flushErr)
+	case flushErr != nil:
+		return r.stats, flushErr
+	}
+	r.stats.Resume = cfg.To
+	return r.stats, nil
+}
+
+type run struct {
+	cfg   Config
+	ix    Index
+	w     Writer
+	stats Stats
+	batch []payload.Task // rows to check and deliver, in scan order
+}
+
+// keep counts a row skipped for what it is and reports whether it goes on
+// to the batch.
+func (r *run) keep(t payload.Task) bool {
+	switch {
+	case t.Cancel:
+		r.stats.Cancelled++
+	case r.cfg.Topic != "" && t.Topic != r.cfg.Topic:
+		r.stats.OtherTopic++
+	case t.Topic == "" || dqkafka.Internal(t.Topic):
+		r.stats.Invalid++
+	default:
+		return true
+	}
+	return false
+}
+
+// flush checks and writes the batch. Resume advances past the batch only
+// once it is written: to the due time of its last row, whose millisecond a
+// rerun repeats since more rows may share it.
+func (r *run) flush(ctx context.Context) error {
+	if len(r.batch) == 0 {
+		r.stats.Resume = max(r.stats.Resume, r.stats.Position)
+		r.progress()
+		return nil
+	}
+	deliver := r.batch
+	if r.cfg.SkipPending {
+		pending, err := r.pending(ctx, r.batch)
+		if err != nil {
+			return err
+		}
+		deliver = make([]payload.Task, 0, len(r.batch))
+		for i, t := range r.batch {
+			if pending[i] {
+				r.stats.Pending++
+			} else {
+				deliver = append(deliver, t)
+			}
+		}
+	}
+	if !r.cfg.DryRun && len(deliver) > 0 {
+		now := r.cfg.Now()
+		msgs := make([]kafka.Message, len(deliver))
+		for i, t := range deliver {
+			msgs[i] = payload.Deliverable(t)
+			msgs[i].Time = now
+		}
+		if err := r.w.WriteMessages(ctx, msgs...); err != nil {
+			return fmt.Errorf("backfill: write %d messages: %w", len(msgs), err)
+		}
+	}
+	r.stats.Delivered += int64(len(deliver))
+	r.stats.Resume = max(r.stats.Resume, r.stats.Position)
+	r.batch = r.batch[:0]
+	r.progress()
+	return nil
+}
+
+func (r *run) progress() {
+	if r.cfg.Progress != nil {
+		r.cfg.Progress(r.stats)
+	}
+}
+
+// pending asks the index about every task of batch, Checkers at a time.
+func (r *run) pending(ctx context.Context, batch []payload.Task) ([]bool, error) {
+	out := make([]bool, len(batch))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.cfg.Checkers)
+	for i, t := range batch {
+		g.Go(func() error {
+			ok, err := r.ix.Pending(gctx, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
+			if err != nil {
+				return fmt.Errorf("backfill: pending %s: %w", t.Name, err)
+			}
+			out[i] = ok
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
