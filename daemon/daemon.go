@@ -117,7 +117,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		}
 		hb, err := payload.NewHBase(payload.HBaseConfig{
 			ZK: cfg.HBaseZK, Table: cfg.Table, Salts: cfg.Salts, Retention: cfg.Retention,
-			Logger: d.log, Registerer: d.reg,
+			Logger: d.opts.Logger, Registerer: d.reg,
 		})
 		if err != nil {
 			return fmt.Errorf("hbase store: %w", err)
@@ -143,8 +143,8 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if cfg.has(RoleIngest) {
 		in, err := ingest.New(ingest.Config{
 			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate,
-			Decode:     payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: allowList(cfg.AllowTopics)},
-			Logger:     d.log, Registerer: d.reg,
+			Decode: payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: allowList(cfg.AllowTopics)},
+			Logger: d.opts.Logger, Registerer: d.reg,
 		}, store, ix, w)
 		if err != nil {
 			return err
@@ -153,7 +153,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	}
 	if cfg.has(RoleDispatcher) {
 		dp, err := dispatcher.New(dispatcher.Config{
-			Tick: cfg.Tick, LockPrefix: cfg.Prefix, Logger: d.log, Registerer: d.reg,
+			Tick: cfg.Tick, LockPrefix: cfg.Prefix, Logger: d.opts.Logger, Registerer: d.reg,
 		}, ix, redsync.New(goredis.NewPool(rdb)), w)
 		if err != nil {
 			return err
@@ -163,7 +163,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if cfg.has(RoleScanner) {
 		sc, err := scanner.New(scanner.Config{
 			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers,
-			Logger: d.log, Registerer: d.reg,
+			Logger: d.opts.Logger, Registerer: d.reg,
 		}, ix, store, w)
 		if err != nil {
 			return err

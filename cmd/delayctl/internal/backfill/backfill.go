@@ -131,6 +131,7 @@ func Run(ctx context.Context, cfg Config, store Store, ix Index, w Writer) (Stat
 		return Stats{}, err
 	}
 	r := &run{cfg: cfg, ix: ix, w: w, stats: Stats{Resume: cfg.From}}
+	var flushErr error
 	scanErr := store.Scan(ctx, cfg.From, cfg.To, func(t payload.Task) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -143,9 +144,19 @@ func Run(ctx context.Context, cfg Config, store Store, ix Index, w Writer) (Stat
 		if len(r.batch) < cfg.BatchSize {
 			return nil
 		}
-		return r.flush(ctx)
+		if err := r.flush(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted: the batch is written below
+			}
+			flushErr = err
+			return err
+		}
+		return nil
 	})
-	// Whatever stopped the scan, hand over the batch in hand; after an
+	if flushErr != nil {
+		return r.stats, flushErr
+	}
+	// Whatever else stopped the scan, hand over the batch in hand; after an
 	// interrupt, with a fresh deadline.
 	fctx := ctx
 	if ctx.Err() != nil {
@@ -153,7 +164,7 @@ func Run(ctx context.Context, cfg Config, store Store, ix Index, w Writer) (Stat
 		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), cfg.FlushTimeout)
 		defer cancel()
 	}
-	flushErr := r.flush(fctx)
+	flushErr = r.flush(fctx)
 	switch {
 	case ctx.Err() != nil:
 		return r.stats, errors.Join(fmt.Errorf("backfill: interrupted: %w", ctx.Err()), flushErr)
