@@ -109,7 +109,10 @@ func (e *env) start(extra ...string) *daemon {
 		e.t.Fatal(err)
 	}
 	go func() { d.err = d.cmd.Wait(); close(d.done) }()
-	e.t.Cleanup(func() { d.kill() })
+	// A graceful stop leaves the consumer groups at once; a killed member
+	// would hold its partitions for a session timeout into the next test.
+	e.t.Cleanup(d.terminate)
+	e.t.Cleanup(func() { d.saveLogs(e.t) })
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		resp, err := http.Get("http://" + d.http + "/readyz")
@@ -141,6 +144,43 @@ func (d *daemon) stop(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("delayd still running 60s after SIGTERM\n%s", d.logs.String())
+	}
+}
+
+// saveLogs writes d's logs to $DELAYQ_E2E_LOGS/<test>-<port>.log when that
+// variable names a folder, and to the test log when the test failed.
+func (d *daemon) saveLogs(t *testing.T) {
+	d.terminate()
+	if dir := os.Getenv("DELAYQ_E2E_LOGS"); dir != "" {
+		name := filepath.Join(dir, fmt.Sprintf("%s-%s.log", t.Name(), d.http[len("127.0.0.1:"):]))
+		if err := os.WriteFile(name, d.logs.Bytes(), 0o644); err != nil {
+			t.Log(err)
+		}
+	}
+	if t.Failed() {
+		t.Logf("delayd %s logs (last 4 KiB):\n%s", d.http, tail(d.logs.Bytes(), 4096))
+	}
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// terminate stops d gracefully if it still runs, killing it after 60 s.
+func (d *daemon) terminate() {
+	select {
+	case <-d.done:
+		return
+	default:
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(60 * time.Second):
+		d.kill()
 	}
 }
 

@@ -34,6 +34,16 @@ type ReaderConfig struct {
 	Logger *slog.Logger
 }
 
+// Consumer-group timing shared by every group delayq runs. kafka-go's
+// defaults (3 s heartbeats, 30 s session, 5 s join backoff) leave a crashed
+// member's partitions idle for half a minute and make every rebalance slow;
+// these bound a kill -9 outage to about GroupSessionTimeout.
+const (
+	GroupHeartbeatInterval = time.Second
+	GroupSessionTimeout    = 10 * time.Second
+	GroupJoinBackoff       = 500 * time.Millisecond
+)
+
 // ErrReaderConfig is wrapped by NewReader for an unusable config.
 var ErrReaderConfig = errors.New("kafka: reader config")
 
@@ -61,6 +71,9 @@ func (c ReaderConfig) Config() (kgo.ReaderConfig, error) {
 		CommitInterval:        c.CommitInterval,
 		StartOffset:           c.StartOffset,
 		WatchPartitionChanges: true,
+		HeartbeatInterval:     GroupHeartbeatInterval,
+		SessionTimeout:        GroupSessionTimeout,
+		JoinGroupBackoff:      GroupJoinBackoff,
 	}
 	if len(rc.Brokers) == 0 {
 		rc.Brokers = []string{DefaultBroker}

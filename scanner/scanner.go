@@ -218,10 +218,13 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 // cannot be set up. Run returns after every goroutine it started has ended.
 func (s *Scanner) Run(ctx context.Context) error {
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:          s.cfg.GroupID,
-		Brokers:     s.cfg.Brokers,
-		Topics:      []string{s.cfg.Topic},
-		StartOffset: kafka.FirstOffset,
+		ID:                s.cfg.GroupID,
+		Brokers:           s.cfg.Brokers,
+		Topics:            []string{s.cfg.Topic},
+		StartOffset:       kafka.FirstOffset,
+		HeartbeatInterval: dqkafka.GroupHeartbeatInterval,
+		SessionTimeout:    dqkafka.GroupSessionTimeout,
+		JoinGroupBackoff:  dqkafka.GroupJoinBackoff,
 		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
 			s.log.Warn("consumer group", "detail", fmt.Sprintf(format, args...))
 		}),

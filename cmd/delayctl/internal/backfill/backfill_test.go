@@ -47,17 +47,21 @@ func fill(t *testing.T, n, cancelEvery, otherEvery int) *payload.Memory {
 // writer records messages; fail makes the n-th call (1-based) fail; after
 // runs after every call.
 type writer struct {
-	mu    sync.Mutex
-	msgs  []kafka.Message
-	calls int
-	fail  int
-	after func(calls int)
+	mu     sync.Mutex
+	msgs   []kafka.Message
+	calls  int
+	fail   int
+	before func(calls int)
+	after  func(calls int)
 }
 
 func (w *writer) WriteMessages(ctx context.Context, msgs ...kafka.Message) error {
 	w.mu.Lock()
 	w.calls++
 	calls := w.calls
+	if w.before != nil {
+		w.before(calls)
+	}
 	if calls == w.fail {
 		w.mu.Unlock()
 		return errors.New("broker gone")
@@ -237,6 +241,28 @@ func TestInterruptAndRerun(t *testing.T) {
 	}
 	if again.Resume != cfg.To {
 		t.Fatalf("complete run: resume %d, want %d", again.Resume, cfg.To)
+	}
+}
+
+// TestInterruptDuringWrite cancels the context while a batch is being
+// written: the write fails, and Run writes that batch again with a fresh
+// context before it returns.
+func TestInterruptDuringWrite(t *testing.T) {
+	store := fill(t, 1000, 0, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w := &writer{before: func(calls int) {
+		if calls == 2 {
+			cancel()
+		}
+	}}
+	got, err := Run(ctx, Config{From: t0, To: t0 + 10_000, BatchSize: 100}, store, nil, w)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want interrupted", err)
+	}
+	if got.Delivered != 200 || len(w.msgs) != 200 || got.Resume != t0+199*10 || w.calls != 3 {
+		t.Fatalf("stats %+v, %d messages in %d calls: want the first batch and the interrupted one, resume at row 200",
+			got, len(w.msgs), w.calls)
 	}
 }
 

@@ -66,6 +66,7 @@ func usagef(format string, args ...any) error {
 // exit code. Errors are printed to io.Stderr as one line.
 func Main(ctx context.Context, args []string, io IO) int {
 	io.setDefaults()
+	silenceRedis()
 	root := newRoot(&io)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -115,7 +116,15 @@ and the HBase table, submits, cancels and inspects tasks, shows the pending
 backlog and delivers stored tasks again (backfill).
 
 Every flag also reads DELAYQ_<FLAG> (upper case, dashes as underscores, for
-example DELAYQ_HBASE_ZK); a flag on the command line beats the environment.`,
+example DELAYQ_HBASE_ZK); a flag on the command line beats the environment.
+Times are RFC 3339, a date, unix ms, now, or relative like -1h, +30m, -2d.
+Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
+		Example: `  delayctl init
+  delayctl submit --topic orders --after 10m --key order-42 'hello'
+  delayctl inspect --id reminder-42 --at 2030-01-02T15:04:05Z
+  delayctl backlog --by day
+  DELAYQ_BROKERS=kafka-1:9092 delayctl backfill --from -2h --to now --skip-pending
+  source <(delayctl completion bash)`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {

@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/zset"
+)
+
+// inspection is what inspect reports, also as JSON.
+type inspection struct {
+	ID        string   `json:"id"`
+	ID64      string   `json:"id64"`
+	ExecAt    int64    `json:"exec_at"`
+	Due       string   `json:"due"`
+	Table     string   `json:"table"`
+	RowKey    string   `json:"rowkey"`
+	Stored    bool     `json:"stored"`
+	Topic     string   `json:"topic,omitempty"`
+	Key       *string  `json:"key,omitempty"`
+	Headers   []header `json:"headers,omitempty"`
+	Payload   int      `json:"payload_bytes"`
+	Cancelled bool     `json:"cancelled"`
+	Pending   bool     `json:"pending"`
+	Zset      string   `json:"zset"`
+}
+
+type header struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+func newInspect(sys *IO, g *globals) *cobra.Command {
+	var (
+		id     string
+		asJSON bool
+	)
+	at := &timeValue{now: sys.Now}
+	cmd := &cobra.Command{
+		Use:   "inspect --id ID --at TIME",
+		Short: "Show a stored task and whether it is still pending",
+		Long: `inspect reads the task's row from HBase (topic, key, headers, payload size,
+cancelled or not) and asks Redis whether the task is still pending, that is
+not yet delivered. It exits with 1 when there is no row.`,
+		Example: `  delayctl inspect --id reminder-42 --at 2030-01-02T15:04:05Z
+  delayctl inspect --id 1871234567890123456 --at 1893596645000 --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := require(cmd, "id", "at"); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			ix, rdb, err := g.openIndex(ctx)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			store, err := g.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+
+			ref := payload.Ref{ID: payload.TaskID(id), ExecAt: at.ms()}
+			rows, err := store.Get(ctx, []payload.Ref{ref})
+			if err != nil {
+				return g.hbaseError(err)
+			}
+			e := zset.Entry{ID: ref.ID, ExecAt: ref.ExecAt}
+			pending, err := ix.Pending(ctx, e)
+			if err != nil {
+				return fmt.Errorf("redis at %s: %w", g.redis, err)
+			}
+			in := inspection{
+				ID: id, ID64: strconv.FormatUint(ref.ID, 10), ExecAt: ref.ExecAt,
+				Due: payload.FormatTime(ref.ExecAt), Table: g.table,
+				RowKey:  hex.EncodeToString(payload.RowKey(g.salts, ref)),
+				Pending: pending, Zset: ix.Key(e),
+			}
+			if t := rows[0]; t != nil {
+				in.Stored, in.Topic, in.Cancelled, in.Payload = true, t.Topic, t.Cancel, len(t.Value)
+				if t.Key != nil {
+					k := string(t.Key)
+					in.Key = &k
+				}
+				for _, h := range t.Headers {
+					in.Headers = append(in.Headers, header{Key: h.Key, Value: string(h.Value)})
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(sys.Stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(in); err != nil {
+					return err
+				}
+			} else {
+				in.print(sys.Stdout)
+			}
+			if !in.Stored {
+				return fmt.Errorf("no row for id %q due %s in table %s", id, in.Due, g.table)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
+	cmd.Flags().Var(at, "at", "the task's due time (required): "+timeHelp)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (in inspection) print(w io.Writer) {
+	line := func(k, format string, args ...any) { fmt.Fprintf(w, "%-10s %s\n", k, fmt.Sprintf(format, args...)) }
+	line("id", "%s (64-bit id %s)", in.ID, in.ID64)
+	line("due", "%s", formatTime(in.ExecAt))
+	line("row", "%s in table %s", in.RowKey, in.Table)
+	if !in.Stored {
+		line("stored", "no")
+	} else {
+		line("stored", "yes")
+		switch {
+		case in.Topic == "":
+			line("topic", "(none: only the cancel marker is stored)")
+		default:
+			line("topic", "%s", in.Topic)
+		}
+		if in.Key == nil {
+			line("key", "(none)")
+		} else {
+			line("key", "%q (%d bytes)", *in.Key, len(*in.Key))
+		}
+		hs := make([]string, len(in.Headers))
+		for i, h := range in.Headers {
+			hs[i] = fmt.Sprintf("%s=%q", h.Key, h.Value)
+		}
+		if len(hs) == 0 {
+			hs = []string{"(none)"}
+		}
+		line("headers", "%s", strings.Join(hs, " "))
+		line("payload", "%d bytes", in.Payload)
+		line("cancelled", "%s", yesNo(in.Cancelled))
+	}
+	line("pending", "%s (redis zset %s)", yesNo(in.Pending), in.Zset)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

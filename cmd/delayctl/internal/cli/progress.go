@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/delayq/delayq/cmd/delayctl/internal/backfill"
+)
+
+// Progress modes of backfill.
+const (
+	progressAuto  = "auto"  // bar on a terminal, lines otherwise
+	progressBar   = "bar"   // one line redrawn in place
+	progressLines = "lines" // a plain line every interval
+	progressNone  = "none"
+)
+
+// progress renders backfill.Stats on stderr: a bar redrawn at most every
+// 100 ms, or a line every interval. Completion is estimated from
+// the due time of the last row scanned within [from, to): rows are scanned
+// in due-time order, and counting them first would cost a second scan.
+type progress struct {
+	w        io.Writer
+	mode     string
+	from, to int64
+	every    time.Duration
+	start    time.Time
+	last     time.Time
+	drawn    bool
+}
+
+func newProgress(w io.Writer, mode string, from, to int64, every time.Duration) *progress {
+	if mode == progressAuto {
+		mode = progressLines
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			mode = progressBar
+		}
+	}
+	if mode == progressBar {
+		every = 100 * time.Millisecond // the interval is for lines
+	}
+	now := time.Now()
+	return &progress{w: w, mode: mode, from: from, to: to, every: every, start: now, last: now}
+}
+
+// update draws s unless the last drawing is more recent than the interval.
+func (p *progress) update(s backfill.Stats) {
+	now := time.Now()
+	if p.mode == progressNone || now.Sub(p.last) < p.every {
+		return
+	}
+	p.last = now
+	frac, rate, eta := p.estimate(s, now)
+	switch p.mode {
+	case progressBar:
+		const width = 30
+		filled := int(frac * width)
+		fmt.Fprintf(p.w, "\r\033[K[%s%s] %5.1f%%  %d rows  %d delivered  %.0f rows/s  ETA %s",
+			strings.Repeat("=", filled), strings.Repeat(" ", width-filled), 100*frac,
+			s.Scanned, s.Delivered, rate, eta)
+		p.drawn = true
+	case progressLines:
+		fmt.Fprintf(p.w, "backfill: %.1f%% (due %s) scanned %d delivered %d pending %d cancelled %d, %.0f rows/s, eta %s\n",
+			100*frac, fmtDue(s.Position), s.Scanned, s.Delivered, s.Pending, s.Cancelled, rate, eta)
+	}
+}
+
+// finish clears the bar.
+func (p *progress) finish() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+// estimate returns the done fraction of the due-time range, the scan rate
+// and the time left at that rate.
+func (p *progress) estimate(s backfill.Stats, now time.Time) (frac, rate float64, eta string) {
+	elapsed := now.Sub(p.start)
+	if s.Scanned > 0 && p.to > p.from {
+		frac = min(max(float64(s.Position-p.from+1)/float64(p.to-p.from), 0), 1)
+	}
+	if elapsed > 0 {
+		rate = float64(s.Scanned) / elapsed.Seconds()
+	}
+	eta = "?"
+	if frac > 0 {
+		eta = (time.Duration(float64(elapsed) * (1 - frac) / frac)).Round(time.Second).String()
+	}
+	return frac, rate, eta
+}
+
+func fmtDue(ms int64) string {
+	if ms == 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05")
+}

@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/delayq/delayq"
+	dqkafka "github.com/delayq/delayq/kafka"
+)
+
+// maxValue bounds a value read from a file or stdin: the 1 MiB payload
+// limit of delayd's default, with room to say so instead of truncating.
+const maxValue = 16 << 20
+
+// clientFlags are the flags of the commands that write to delayq's input.
+type clientFlags struct {
+	node  nodeValue
+	input string
+	slow  string
+}
+
+// nodeValue is the --node flag: unset means the process id mod 1024.
+type nodeValue struct {
+	n   int64
+	set bool
+}
+
+func (v *nodeValue) String() string {
+	if !v.set {
+		return ""
+	}
+	return strconv.FormatInt(v.n, 10)
+}
+
+func (v *nodeValue) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > delayq.MaxNode {
+		return fmt.Errorf("%q is not a node id 0..%d", s, delayq.MaxNode)
+	}
+	v.n, v.set = n, true
+	return nil
+}
+
+func (v *nodeValue) Type() string { return "int" }
+
+func (v *nodeValue) id() int64 {
+	if v.set {
+		return v.n
+	}
+	return int64(os.Getpid() % (delayq.MaxNode + 1))
+}
+
+func (c *clientFlags) register(cmd *cobra.Command, node bool) {
+	fs := cmd.Flags()
+	if node {
+		fs.Var(&c.node, "node",
+			"snowflake node id 0..1023 for generated ids; unique per running process (default: process id mod 1024)")
+	}
+	fs.StringVar(&c.input, "input-topic", dqkafka.TopicInput, "input topic")
+	fs.StringVar(&c.slow, "slow-topic", dqkafka.TopicInputSlow, "input topic of tasks due more than an hour ahead")
+	_ = fs.MarkHidden("input-topic")
+	_ = fs.MarkHidden("slow-topic")
+}
+
+func (c *clientFlags) client(g *globals) (*delayq.Client, error) {
+	return delayq.New(delayq.Config{Brokers: g.brokers, Node: c.node.id(), Input: c.input, Slow: c.slow})
+}
+
+func newSubmit(sys *IO, g *globals) *cobra.Command {
+	var (
+		topic, id, key, file string
+		headers              []string
+		cf                   clientFlags
+	)
+	at := &timeValue{now: sys.Now}
+	after := &durationValue{}
+	cmd := &cobra.Command{
+		Use:   "submit --topic T (--at TIME | --after DURATION) [flags] [VALUE]",
+		Short: "Submit a task: deliver a message to a topic later",
+		Long: `submit writes a task to delayq's input (delay-input-slow when it is due more
+than an hour ahead). The value is the argument, the contents of --file, or
+stdin. It prints the task id (generated unless --id is given) and the due
+time: cancel and inspect take both.`,
+		Example: `  delayctl submit --topic orders --after 10m --key order-42 -H trace=abc '{"remind":"pay"}'
+  delayctl submit --topic orders --at 2030-01-02T15:04:05Z --id reminder-42 --file payload.json
+  echo hello | delayctl submit --topic greetings --after 90s`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("want at most one argument, the value; got %d (quote the value)", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := require(cmd, "topic"); err != nil {
+				return err
+			}
+			atSet, afterSet := cmd.Flags().Changed("at"), cmd.Flags().Changed("after")
+			switch {
+			case atSet && afterSet:
+				return usagef("--at and --after: give one, not both")
+			case !atSet && !afterSet:
+				return usagef("--at or --after is required")
+			}
+			if len(id) > 128 {
+				return usagef("--id: %d bytes, over the 128-byte limit", len(id))
+			}
+			hs, err := parseHeaders(headers)
+			if err != nil {
+				return err
+			}
+			value, err := readValue(sys, args, file)
+			if err != nil {
+				return err
+			}
+			task := delayq.Task{ID: id, Topic: topic, Value: value, Headers: hs}
+			if cmd.Flags().Changed("key") {
+				task.Key = []byte(key)
+			}
+			if atSet {
+				task.At = at.t
+			} else {
+				task.At = sys.Now().Add(after.d)
+			}
+			c, err := cf.client(g)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx := cmd.Context()
+			if err := g.checkKafka(ctx); err != nil {
+				return err
+			}
+			r, err := c.Submit(ctx, task)
+			if err != nil {
+				return err
+			}
+			out := sys.Stdout
+			fmt.Fprintf(out, "id     %s\n", r.ID)
+			fmt.Fprintf(out, "due    %s, in %v\n", formatTime(r.At.UnixMilli()), r.At.Sub(sys.Now()).Round(time.Second))
+			fmt.Fprintf(out, "topic  %s (via %s)\n", topic, r.Input)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&topic, "topic", "", "business topic to deliver to (required)")
+	fs.Var(at, "at", "due time: "+timeHelp)
+	fs.Var(after, "after", "delay from now: 90s, 1h30m, 2d or plain seconds")
+	fs.StringVar(&id, "id", "", "task id, up to 128 bytes (default: a snowflake id)")
+	fs.StringVar(&key, "key", "", "message key (default: none)")
+	fs.StringArrayVarP(&headers, "header", "H", nil, "header key=value, repeatable")
+	fs.StringVar(&file, "file", "", "read the value from this file (- for stdin)")
+	cf.register(cmd, true)
+	return cmd
+}
+
+// readValue takes the value from the argument, --file, or stdin, exactly
+// one of them.
+func readValue(sys *IO, args []string, file string) ([]byte, error) {
+	switch {
+	case len(args) == 1 && file != "":
+		return nil, usagef("give the value as an argument or with --file, not both")
+	case len(args) == 1:
+		return []byte(args[0]), nil
+	case file != "" && file != "-":
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, usagef("--file: %v", err)
+		}
+		defer f.Close()
+		return readAll(f, "--file "+file)
+	}
+	if f, ok := sys.Stdin.(*os.File); ok && file == "" && term.IsTerminal(int(f.Fd())) {
+		return nil, usagef("no value: give it as an argument, with --file, or on stdin")
+	}
+	return readAll(sys.Stdin, "stdin")
+}
+
+func readAll(r io.Reader, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxValue+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if len(b) > maxValue {
+		return nil, usagef("%s: value over %d bytes", what, maxValue)
+	}
+	return b, nil
+}
