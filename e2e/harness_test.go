@@ -76,7 +76,7 @@ func (e *env) topic(name string) string { return name + "-" + e.run }
 type daemon struct {
 	cmd  *exec.Cmd
 	http string
-	logs *bytes.Buffer
+	logs *syncWriter
 	done chan struct{}
 	err  error
 }
@@ -95,15 +95,14 @@ func freePort(t *testing.T) string {
 // waits for /readyz.
 func (e *env) start(extra ...string) *daemon {
 	e.t.Helper()
-	d := &daemon{http: freePort(e.t), logs: &bytes.Buffer{}, done: make(chan struct{})}
+	d := &daemon{http: freePort(e.t), logs: &syncWriter{}, done: make(chan struct{})}
 	args := append([]string{
 		"--brokers", e.brokers[0], "--redis", e.redis, "--hbase-zk", e.zk,
 		"--table", e.run, "--prefix", e.run, "--tick", "1s", "--http", d.http,
 		"--salts", "4", "--log-level", "info",
 	}, extra...)
 	d.cmd = exec.Command(delaydBinary(e.t), args...)
-	d.cmd.Stdout = d.logs
-	d.cmd.Stderr = &syncWriter{w: d.logs}
+	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs // one writer: exec shares one pipe
 	d.cmd.Env = os.Environ()
 	if err := d.cmd.Start(); err != nil {
 		e.t.Fatal(err)
@@ -124,11 +123,11 @@ func (e *env) start(extra ...string) *daemon {
 		}
 		select {
 		case <-d.done:
-			e.t.Fatalf("delayd exited before ready: %v\n%s", d.err, d.logs.String())
+			e.t.Fatalf("delayd exited before ready: %v\n%s", d.err, string(d.logs.bytes()))
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("delayd not ready after 90s\n%s", d.logs.String())
+			e.t.Fatalf("delayd not ready after 90s\n%s", string(d.logs.bytes()))
 		}
 	}
 }
@@ -140,10 +139,10 @@ func (d *daemon) stop(t *testing.T) {
 	select {
 	case <-d.done:
 		if d.err != nil {
-			t.Fatalf("delayd exited with %v after SIGTERM\n%s", d.err, d.logs.String())
+			t.Fatalf("delayd exited with %v after SIGTERM\n%s", d.err, string(d.logs.bytes()))
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("delayd still running 60s after SIGTERM\n%s", d.logs.String())
+		t.Fatalf("delayd still running 60s after SIGTERM\n%s", string(d.logs.bytes()))
 	}
 }
 
@@ -153,12 +152,12 @@ func (d *daemon) saveLogs(t *testing.T) {
 	d.terminate()
 	if dir := os.Getenv("DELAYQ_E2E_LOGS"); dir != "" {
 		name := filepath.Join(dir, fmt.Sprintf("%s-%s.log", t.Name(), d.http[len("127.0.0.1:"):]))
-		if err := os.WriteFile(name, d.logs.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(name, d.logs.bytes(), 0o644); err != nil {
 			t.Log(err)
 		}
 	}
 	if t.Failed() {
-		t.Logf("delayd %s logs (last 4 KiB):\n%s", d.http, tail(d.logs.Bytes(), 4096))
+		t.Logf("delayd %s logs (last 4 KiB):\n%s", d.http, tail(d.logs.bytes(), 4096))
 	}
 }
 
@@ -195,15 +194,22 @@ func (d *daemon) kill() {
 	<-d.done
 }
 
+// syncWriter collects a process's output; safe to read while it runs.
 type syncWriter struct {
 	mu sync.Mutex
-	w  *bytes.Buffer
+	b  bytes.Buffer
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w.Write(p)
+	return s.b.Write(p)
+}
+
+func (s *syncWriter) bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
 }
 
 // produce writes input messages to delay-input with RequireAll.
