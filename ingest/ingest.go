@@ -12,6 +12,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/drain"
 	dqkafka "github.com/delayq/delayq/kafka"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
@@ -226,7 +227,7 @@ func (in *Ingester) fetch(ctx context.Context, r reader, lim *limiter, batch []k
 // commits it. It keeps going after ctx is cancelled, for at most StopTimeout.
 func (in *Ingester) process(ctx context.Context, topic string, r reader, batch []kafka.Message) error {
 	start := time.Now()
-	pctx, cancel := detach(ctx, in.cfg.StopTimeout)
+	pctx, cancel := drain.Context(ctx, in.cfg.StopTimeout)
 	defer cancel()
 	log := in.log.With("topic", topic)
 
@@ -278,26 +279,4 @@ func lastPerPartition(batch []kafka.Message) []kafka.Message {
 		}
 	}
 	return last
-}
-
-// detach returns a context that is not cancelled with ctx but ends grace
-// after ctx does (or when the returned cancel is called).
-func detach(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
-	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var mu sync.Mutex
-	var timer *time.Timer
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		timer = time.AfterFunc(grace, cancel)
-	})
-	return dctx, func() {
-		stop()
-		mu.Lock()
-		if timer != nil {
-			timer.Stop()
-		}
-		mu.Unlock()
-		cancel()
-	}
 }

@@ -270,20 +270,3 @@ func TestLimiter(t *testing.T) {
 		}
 	})
 }
-
-func TestDetach(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		parent, cancelParent := context.WithCancel(t.Context())
-		ctx, cancel := detach(parent, time.Second)
-		defer cancel()
-		cancelParent()
-		time.Sleep(999 * time.Millisecond)
-		if ctx.Err() != nil {
-			t.Fatal("detached context ended before its grace")
-		}
-		time.Sleep(2 * time.Millisecond)
-		if ctx.Err() == nil {
-			t.Fatal("detached context outlived its grace")
-		}
-	})
-}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/drain"
 	"github.com/delayq/delayq/dispatcher"
 	dqkafka "github.com/delayq/delayq/kafka"
 )
@@ -63,7 +64,7 @@ func (s *Scanner) consume(ctx, gctx context.Context, p *partition, offset int64)
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	defer context.AfterFunc(gctx, stop)()
-	workCtx, cancelWork := withGrace(stopCtx, s.cfg.DrainTimeout)
+	workCtx, cancelWork := drain.Context(stopCtx, s.cfg.DrainTimeout)
 	defer cancelWork()
 
 	r := kafka.NewReader(kafka.ReaderConfig{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/drain"
 	"github.com/delayq/delayq/dispatcher"
 	dqkafka "github.com/delayq/delayq/kafka"
 	"github.com/delayq/delayq/payload"
@@ -136,7 +137,7 @@ func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) e
 			// A write is never cut short by the end of ctx: kafka-go goes on
 			// producing a batch after WriteMessages returned ctx.Err(), so the
 			// messages could be out without their entries being removed.
-			wctx, cancel := withGrace(ctx, writeGrace)
+			wctx, cancel := drain.Context(ctx, writeGrace)
 			errs := s.write(wctx, msgs)
 			cancel()
 			now := time.Now()
@@ -317,7 +318,7 @@ func (s *Scanner) write(ctx context.Context, msgs []kafka.Message) []error {
 // short grace after: the messages of these entries were produced (or need not
 // be), so leaving them would deliver them again.
 func (s *Scanner) remove(ctx context.Context, key string, entries []zset.Entry) error {
-	rctx, cancel := withGrace(ctx, removeGrace)
+	rctx, cancel := drain.Context(ctx, removeGrace)
 	defer cancel()
 	return s.retry(rctx, "remove", key, func(ctx context.Context) error {
 		return s.ix.Remove(ctx, key, entries)

@@ -356,27 +356,3 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
-
-// withGrace returns a context that is cancelled grace after parent is done
-// (and keeps parent's values). The returned cancel releases its resources.
-func withGrace(parent context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
-	var (
-		mu    sync.Mutex
-		timer *time.Timer
-	)
-	stop := context.AfterFunc(parent, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		timer = time.AfterFunc(grace, cancel)
-	})
-	return ctx, func() {
-		stop()
-		mu.Lock()
-		if timer != nil {
-			timer.Stop()
-		}
-		mu.Unlock()
-		cancel()
-	}
-}
