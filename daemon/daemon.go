@@ -108,8 +108,9 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	store := d.opts.Store
+	store, storeDesc := d.opts.Store, "in-memory (nothing kept across restarts)"
 	if store == nil {
+		storeDesc = "hbase " + cfg.Table + " via " + cfg.HBaseZK
 		if err := retry(ctx, d.log, "create table", func(ctx context.Context) error {
 			return payload.CreateTable(ctx, cfg.HBaseZK, cfg.Table, cfg.Salts)
 		}); err != nil {
@@ -177,7 +178,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	}
 	d.ready.Store(true)
 	d.log.Info("delayd ready", "roles", cfg.Roles, "brokers", cfg.Brokers, "redis", cfg.Redis,
-		"hbase_zk", cfg.HBaseZK, "table", cfg.Table, "tick", cfg.Tick.String(), "http", cfg.HTTP)
+		"store", storeDesc, "tick", cfg.Tick.String(), "http", cfg.HTTP)
 	err = g.Wait()
 	d.ready.Store(false)
 	return err

@@ -72,8 +72,8 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) topic(name string) string { return name + "-" + e.run }
 
-// daemon is one running delayd process.
-type daemon struct {
+// delaydProc is one running delayd process.
+type delaydProc struct {
 	cmd  *exec.Cmd
 	http string
 	logs *syncWriter
@@ -93,9 +93,9 @@ func freePort(t *testing.T) string {
 
 // start runs delayd with this test's prefix and table and a 1 s tick, and
 // waits for /readyz.
-func (e *env) start(extra ...string) *daemon {
+func (e *env) start(extra ...string) *delaydProc {
 	e.t.Helper()
-	d := &daemon{http: freePort(e.t), logs: &syncWriter{}, done: make(chan struct{})}
+	d := &delaydProc{http: freePort(e.t), logs: &syncWriter{}, done: make(chan struct{})}
 	args := append([]string{
 		"--brokers", e.brokers[0], "--redis", e.redis, "--hbase-zk", e.zk,
 		"--table", e.run, "--prefix", e.run, "--tick", "1s", "--http", d.http,
@@ -133,7 +133,7 @@ func (e *env) start(extra ...string) *daemon {
 }
 
 // stop sends SIGTERM and waits for a clean exit.
-func (d *daemon) stop(t *testing.T) {
+func (d *delaydProc) stop(t *testing.T) {
 	t.Helper()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -148,7 +148,7 @@ func (d *daemon) stop(t *testing.T) {
 
 // saveLogs writes d's logs to $DELAYQ_E2E_LOGS/<test>-<port>.log when that
 // variable names a folder, and to the test log when the test failed.
-func (d *daemon) saveLogs(t *testing.T) {
+func (d *delaydProc) saveLogs(t *testing.T) {
 	d.terminate()
 	if dir := os.Getenv("DELAYQ_E2E_LOGS"); dir != "" {
 		name := filepath.Join(dir, fmt.Sprintf("%s-%s.log", t.Name(), d.http[len("127.0.0.1:"):]))
@@ -169,7 +169,7 @@ func tail(b []byte, n int) []byte {
 }
 
 // terminate stops d gracefully if it still runs, killing it after 60 s.
-func (d *daemon) terminate() {
+func (d *delaydProc) terminate() {
 	select {
 	case <-d.done:
 		return
@@ -184,7 +184,7 @@ func (d *daemon) terminate() {
 }
 
 // kill sends SIGKILL (kill -9) and waits for the process to go.
-func (d *daemon) kill() {
+func (d *delaydProc) kill() {
 	select {
 	case <-d.done:
 		return
@@ -317,3 +317,12 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}

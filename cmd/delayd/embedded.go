@@ -17,8 +17,9 @@ func runEmbedded(ctx context.Context, cfg daemon.Config, logger *slog.Logger) er
 		fmt.Fprintf(os.Stdout, `delayd --embedded: Kafka on %[1]s, Redis on %[2]s, metrics on http://%[3]s/metrics
 Nothing is kept across restarts.
 
-Submit a task due in 5 seconds, then consume it from its business topic:
+Submit a task due in 5 seconds:
   echo hello | kcat -P -b %[1]s -t delay-input -k order-1 -H delay-topic=orders -H delay-after=5s
+Five seconds later, consume it from its business topic:
   kcat -C -b %[1]s -t orders -o beginning -f 'key=%%k value=%%s headers=%%h\n'
 `, brokers, redis, cfg.HTTP)
 	})
