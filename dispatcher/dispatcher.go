@@ -133,7 +133,7 @@ func New(cfg Config, ix Index, locker *redsync.Redsync, w Writer) (*Dispatcher, 
 // Run dispatches at every tick until ctx is done, then returns nil. A tick
 // that fails is logged and counted; the next tick covers it.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	d.log.Info("dispatcher_running", "tick", d.cfg.Tick, "scan_topic", d.cfg.ScanTopic)
+	d.log.Info("dispatcher started", "tick", d.cfg.Tick.String(), "scan_topic", d.cfg.ScanTopic)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -141,7 +141,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		timer.Reset(time.Until(next))
 		select {
 		case <-ctx.Done():
-			d.log.Info("dispatcher_stopped")
+			d.log.Info("dispatcher stopped")
 			return nil
 		case <-timer.C:
 		}
@@ -179,7 +179,7 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 			}
 			return resultLost
 		}
-		log.Warn("dispatch_lock_failed", "err", err)
+		log.Warn("dispatch lock failed", "err", err)
 		d.metrics.ticks.WithLabelValues(resultError).Inc()
 		return resultError
 	}
@@ -189,7 +189,7 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 	n, err := d.emit(ctx, until)
 	result := resultWon
 	if err != nil {
-		log.Error("dispatch_failed", "err", err)
+		log.Error("dispatch failed", "err", err)
 		result = resultError
 	} else if n > 0 {
 		log.Debug("dispatched", "scan_tasks", n)
@@ -197,14 +197,14 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 	d.metrics.ticks.WithLabelValues(result).Inc()
 
 	if retired, err := d.ix.Retire(ctx, until-d.cfg.RetireGrace.Milliseconds()); err != nil {
-		log.Warn("retire_failed", "err", err)
+		log.Warn("retire failed", "err", err)
 	} else if retired > 0 {
-		log.Debug("segments_retired", "segments", retired)
+		log.Debug("segments retired", "segments", retired)
 	}
 	if backlog {
 		if err := d.refreshBacklog(ctx, at); err != nil {
 			d.metrics.pending.Reset()
-			log.Warn("backlog_failed", "err", err)
+			log.Warn("backlog failed", "err", err)
 		}
 	}
 	return result
