@@ -245,7 +245,7 @@ func checkTask(t Task, now time.Time) (time.Time, error) {
 	switch {
 	case t.Topic == "":
 		reasons = append(reasons, "topic is empty")
-	case !legalTopic(t.Topic):
+	case !dqkafka.LegalTopic(t.Topic):
 		reasons = append(reasons, fmt.Sprintf("topic %q is not a legal Kafka topic name", t.Topic))
 	case dqkafka.Internal(t.Topic):
 		reasons = append(reasons, fmt.Sprintf("topic %q is an internal topic", t.Topic))
@@ -292,21 +292,6 @@ func control(key string) bool {
 		return true
 	}
 	return false
-}
-
-// legalTopic applies Kafka's topic name rule: 1..249 of [a-zA-Z0-9._-],
-// not "." or "..".
-func legalTopic(s string) bool {
-	if len(s) > 249 || s == "." || s == ".." {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 func unixMilli(t time.Time) []byte {

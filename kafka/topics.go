@@ -28,6 +28,21 @@ func Internal(topic string) bool {
 	return strings.HasPrefix(topic, "__")
 }
 
+// LegalTopic applies Kafka's topic name rule: 1 to 249 characters of
+// [a-zA-Z0-9._-], and neither "." nor "..".
+func LegalTopic(s string) bool {
+	if s == "" || len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // TopicSpec describes a topic to create. Zero Partitions or
 // ReplicationFactor means the broker's default (num.partitions,
 // default.replication.factor).

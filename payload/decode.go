@@ -8,6 +8,8 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+
+	dqkafka "github.com/delayq/delayq/kafka"
 )
 
 // ErrContract is wrapped by every Decode error: the input message breaks the
@@ -222,44 +224,18 @@ func controlIndex(key string) int {
 	return -1
 }
 
-// internalTopic mirrors kafka.Internal (github.com/delayq/delayq/kafka); the
-// codec keeps its own copy so that payload depends on no other delayq
-// package.
-func internalTopic(topic string) bool {
-	switch topic {
-	case "delay-input", "delay-input-slow", "delay-scan", "delay-failed":
-		return true
-	}
-	return strings.HasPrefix(topic, "__")
-}
-
 func checkTopic(topic string, allow func(string) bool) error {
 	switch {
 	case topic == "":
 		return violation("%s: empty", HeaderTopic)
-	case !legalTopic(topic):
+	case !dqkafka.LegalTopic(topic):
 		return violation("%s: %s is not a legal Kafka topic name", HeaderTopic, quote([]byte(topic)))
-	case internalTopic(topic):
+	case dqkafka.Internal(topic):
 		return violation("%s: %s is an internal topic", HeaderTopic, quote([]byte(topic)))
 	case allow != nil && !allow(topic):
 		return violation("%s: %s is not allowed", HeaderTopic, quote([]byte(topic)))
 	}
 	return nil
-}
-
-// legalTopic applies Kafka's topic name rule: 1..249 of [a-zA-Z0-9._-], not
-// "." or "..".
-func legalTopic(s string) bool {
-	if len(s) > 249 || s == "." || s == ".." {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // parseAt reads delay-at: unix milliseconds (decimal digits) or RFC 3339.
