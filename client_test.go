@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	kafka "github.com/segmentio/kafka-go"
-	"github.com/tsuna/gohbase"
-	"github.com/tsuna/gohbase/hrpc"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/delayq/delayq/deploy/stacktest"
@@ -402,7 +399,7 @@ func TestRealStack(t *testing.T) {
 	if err := payload.CreateTable(ctx, zk, table, salts); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { dropTable(t, zk, table) })
+	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })
 	store, err := payload.NewHBase(payload.HBaseConfig{ZK: zk, Table: table, Salts: salts})
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +407,7 @@ func TestRealStack(t *testing.T) {
 	t.Cleanup(store.Close)
 	rdb := redis.NewClient(&redis.Options{Addr: raddr})
 	prefix := "dqtest-client-" + suffix
-	t.Cleanup(func() { dropKeys(t, rdb, prefix); rdb.Close() })
+	t.Cleanup(func() { stacktest.DropKeys(t, rdb, prefix); rdb.Close() })
 	ix, err := zset.New(rdb, zset.Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
@@ -496,30 +493,5 @@ func TestRealStack(t *testing.T) {
 		if !pending {
 			t.Errorf("task %d is not pending in Redis", i)
 		}
-	}
-}
-
-func dropTable(t *testing.T, zk, table string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ac := gohbase.NewAdminClient(zk, gohbase.Logger(slog.New(slog.DiscardHandler)))
-	if err := ac.DisableTable(hrpc.NewDisableTable(ctx, []byte(table))); err != nil {
-		t.Logf("disable %s: %v", table, err)
-		return
-	}
-	if err := ac.DeleteTable(hrpc.NewDeleteTable(ctx, []byte(table))); err != nil {
-		t.Logf("delete %s: %v", table, err)
-	}
-}
-
-func dropKeys(t *testing.T, rdb *redis.Client, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		rdb.Del(ctx, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Logf("drop keys %s:*: %v", prefix, err)
 	}
 }

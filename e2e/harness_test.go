@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/deploy/stacktest"
@@ -67,6 +68,14 @@ func newEnv(t *testing.T) *env {
 		zk:      stacktest.HBase(t),
 		run:     fmt.Sprintf("e2e%d", time.Now().UnixNano()),
 	}
+	// Registered first, so it runs last: after every delayd of the test
+	// stopped.
+	t.Cleanup(func() {
+		stacktest.DropTable(t, e.zk, e.run)
+		rdb := redis.NewClient(&redis.Options{Addr: e.redis})
+		defer rdb.Close()
+		stacktest.DropKeys(t, rdb, e.run)
+	})
 	return e
 }
 

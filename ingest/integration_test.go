@@ -3,15 +3,12 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
-	"github.com/tsuna/gohbase"
-	"github.com/tsuna/gohbase/hrpc"
 
 	"github.com/delayq/delayq/deploy/stacktest"
 	dqkafka "github.com/delayq/delayq/kafka"
@@ -60,7 +57,7 @@ func newRealStack(t *testing.T, ctx context.Context) *realStack {
 	if err := payload.CreateTable(ctx, zk, table, salts); err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
-	t.Cleanup(func() { dropTable(t, zk, table) })
+	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })
 	s.store, err = payload.NewHBase(payload.HBaseConfig{ZK: zk, Table: table, Salts: salts})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +66,7 @@ func newRealStack(t *testing.T, ctx context.Context) *realStack {
 
 	rdb := redis.NewClient(&redis.Options{Addr: raddr})
 	prefix := "dqtest-ingest-" + suffix
-	t.Cleanup(func() { dropKeys(t, rdb, prefix); rdb.Close() })
+	t.Cleanup(func() { stacktest.DropKeys(t, rdb, prefix); rdb.Close() })
 	s.ix, err = zset.New(rdb, zset.Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
@@ -237,29 +234,4 @@ func countRows(t *testing.T, ctx context.Context, store payload.Store, from int6
 		t.Fatal(err)
 	}
 	return rows
-}
-
-func dropTable(t *testing.T, zk, table string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ac := gohbase.NewAdminClient(zk, gohbase.Logger(slog.New(slog.DiscardHandler)))
-	if err := ac.DisableTable(hrpc.NewDisableTable(ctx, []byte(table))); err != nil {
-		t.Logf("disable %s: %v", table, err)
-		return
-	}
-	if err := ac.DeleteTable(hrpc.NewDeleteTable(ctx, []byte(table))); err != nil {
-		t.Logf("delete %s: %v", table, err)
-	}
-}
-
-func dropKeys(t *testing.T, rdb *redis.Client, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		rdb.Del(ctx, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Logf("drop keys %s:*: %v", prefix, err)
-	}
 }

@@ -31,21 +31,8 @@ func testTable(t *testing.T, zk string, salts int) string {
 	if err := payload.CreateTable(ctx, zk, table, salts); err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
-	t.Cleanup(func() { dropTable(t, zk, table) })
+	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })
 	return table
-}
-
-func dropTable(t *testing.T, zk, table string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ac := gohbase.NewAdminClient(zk, gohbase.Logger(quiet))
-	if err := ac.DisableTable(hrpc.NewDisableTable(ctx, []byte(table))); err != nil {
-		t.Logf("disable %s: %v", table, err)
-		return
-	}
-	if err := ac.DeleteTable(hrpc.NewDeleteTable(ctx, []byte(table))); err != nil {
-		t.Logf("delete %s: %v", table, err)
-	}
 }
 
 // regions counts the table's regions in hbase:meta.

@@ -12,8 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
-	"github.com/tsuna/gohbase"
-	"github.com/tsuna/gohbase/hrpc"
 
 	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/dispatcher"
@@ -71,7 +69,7 @@ func newStack(ctx context.Context, t *testing.T) *stack {
 	if err := payload.CreateTable(ctx, zk, table, itSalts); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { dropTable(zk, table) })
+	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })
 	store, err := payload.NewHBase(payload.HBaseConfig{ZK: zk, Table: table, Salts: itSalts})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +78,7 @@ func newStack(ctx context.Context, t *testing.T) *stack {
 	st.store = store
 
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	t.Cleanup(func() { dropKeys(rdb, prefix); rdb.Close() })
+	t.Cleanup(func() { stacktest.DropKeys(t, rdb, prefix); rdb.Close() })
 	if st.ix, err = zset.New(rdb, zset.Config{Prefix: prefix, Shards: itShards}); err != nil {
 		t.Fatal(err)
 	}
@@ -419,23 +417,4 @@ func deleteTopics(brokers []string, topics ...string) {
 	defer cancel()
 	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
 	_, _ = client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: topics})
-}
-
-func dropTable(zk, table string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	admin := gohbase.NewAdminClient(zk)
-	if err := admin.DisableTable(hrpc.NewDisableTable(ctx, []byte(table))); err != nil {
-		return
-	}
-	_ = admin.DeleteTable(hrpc.NewDeleteTable(ctx, []byte(table)))
-}
-
-func dropKeys(rdb *redis.Client, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		rdb.Del(ctx, iter.Val())
-	}
 }

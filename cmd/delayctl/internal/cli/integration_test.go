@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,8 +16,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	kafka "github.com/segmentio/kafka-go"
-	"github.com/tsuna/gohbase"
-	"github.com/tsuna/gohbase/hrpc"
 
 	"github.com/delayq/delayq/cmd/delayctl/internal/backfill"
 	"github.com/delayq/delayq/deploy/stacktest"
@@ -61,7 +58,7 @@ func newStack(t *testing.T, salts int) *stack {
 	s.prefix = "dqtest-ctl-" + s.suffix
 	s.rdb = redis.NewClient(&redis.Options{Addr: s.redis})
 	t.Cleanup(func() {
-		dropKeys(t, s.rdb, s.prefix)
+		stacktest.DropKeys(t, s.rdb, s.prefix)
 		s.rdb.Close()
 	})
 	return s
@@ -109,7 +106,7 @@ func (s *stack) init() {
 	}
 	if !s.inited {
 		s.inited = true
-		s.t.Cleanup(func() { dropTable(s.t, s.zk, s.table) })
+		s.t.Cleanup(func() { stacktest.DropTable(s.t, s.zk, s.table) })
 	}
 }
 
@@ -387,7 +384,7 @@ func TestBackfill(t *testing.T) {
 		t.Fatalf("dry run:\n%s", out)
 	}
 
-	dropKeys(t, s.rdb, s.prefix)
+	stacktest.DropKeys(t, s.rdb, s.prefix)
 	start = time.Now()
 	stdout, stderr, code := s.run("", "backfill", "--from", from, "--to", to, "--topic", biz,
 		"--progress", "lines", "--progress-interval", "0")
@@ -587,31 +584,4 @@ func headerValue(m kafka.Message, key string) string {
 		}
 	}
 	return ""
-}
-
-func dropTable(t *testing.T, zk, table string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ac := gohbase.NewAdminClient(zk, gohbase.Logger(slog.New(slog.DiscardHandler)))
-	if err := ac.DisableTable(hrpc.NewDisableTable(ctx, []byte(table))); err != nil {
-		t.Logf("disable %s: %v", table, err)
-		return
-	}
-	if err := ac.DeleteTable(hrpc.NewDeleteTable(ctx, []byte(table))); err != nil {
-		t.Logf("delete %s: %v", table, err)
-	}
-}
-
-// dropKeys deletes the test's own Redis keys (never FLUSHALL: other tests
-// share this Redis).
-func dropKeys(t *testing.T, rdb *redis.Client, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		rdb.Del(ctx, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Logf("drop keys %s:*: %v", prefix, err)
-	}
 }

@@ -37,17 +37,47 @@ type Tally struct {
 	lastWrite int64
 }
 
-// NewTally returns a Tally of len(due) tasks; due[seq] is the exec_at of
-// task seq in unix ms.
-func NewTally(due []int64) *Tally {
-	return &Tally{due: due, count: make([]uint32, len(due)), samples: make([]Sample, 0, len(due))}
+// NewTally returns a Tally of n tasks whose due times are set by SetDue.
+func NewTally(n int) *Tally {
+	return &Tally{due: make([]int64, n), count: make([]uint32, n), samples: make([]Sample, 0, n)}
+}
+
+// SetDue records that task seq is due at execAt (unix ms).
+func (t *Tally) SetDue(seq int, execAt int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.due[seq] = execAt
+}
+
+// FirstDue returns the earliest due time set, unix ms (0 when none).
+func (t *Tally) FirstDue() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var first int64
+	for _, at := range t.due {
+		if at != 0 && (first == 0 || at < first) {
+			first = at
+		}
+	}
+	return first
+}
+
+// LastDue returns the latest due time set, unix ms.
+func (t *Tally) LastDue() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var last int64
+	for _, at := range t.due {
+		last = max(last, at)
+	}
+	return last
 }
 
 // Add counts one delivery.
 func (t *Tally) Add(d Delivery) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if d.Seq < 0 || d.Seq >= len(t.due) || t.due[d.Seq] != d.ExecAt {
+	if d.Seq < 0 || d.Seq >= len(t.due) || t.due[d.Seq] == 0 || t.due[d.Seq] != d.ExecAt {
 		t.unknown++
 		return
 	}

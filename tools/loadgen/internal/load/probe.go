@@ -1,0 +1,183 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Metric names read from delayd's /metrics.
+const (
+	metricAccepted  = "delayq_tasks_accepted_total"
+	metricDelivered = "delayq_tasks_delivered_total"
+	metricCPU       = "process_cpu_seconds_total"
+)
+
+// Scrape reads delayd's /metrics at addr (host:port) and returns the sum of
+// every series of each name asked for.
+func Scrape(ctx context.Context, client *http.Client, addr string, names ...string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape delayd metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape delayd metrics: %s", resp.Status)
+	}
+	return ParseMetrics(resp.Body, names...)
+}
+
+// ParseMetrics sums the samples of each named metric in Prometheus text
+// format; a name without samples maps to 0.
+func ParseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
+	out := make(map[string]float64, len(names))
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n], want[n] = 0, true
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name := line
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			name = line[:i]
+		}
+		if !want[name] {
+			continue
+		}
+		// The value follows the last space (no timestamps in delayd's output;
+		// label values may hold spaces, so cut after the closing brace).
+		rest := line[len(name):]
+		if j := strings.LastIndexByte(rest, '}'); j >= 0 {
+			rest = rest[j+1:]
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			return nil, fmt.Errorf("metrics: no value in %q", line)
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("metrics: %q: %w", line, err)
+		}
+		out[name] += v
+	}
+	return out, sc.Err()
+}
+
+// UsedMemory returns Redis's used_memory (INFO memory).
+func UsedMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
+	info, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, fmt.Errorf("redis info memory: %w", err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("redis info memory: no used_memory")
+}
+
+// ZsetCensus is what the zsets under a prefix hold.
+type ZsetCensus struct {
+	Zsets, Listpack, Skiplist int
+	Members, MaxMembers       int64
+}
+
+// Census counts the members and encodings of every zset under prefix
+// (keys "{prefix}:*" except the segment registry), by SCAN.
+func Census(ctx context.Context, rdb *redis.Client, prefix string) (ZsetCensus, error) {
+	var c ZsetCensus
+	registry := prefix + ":segments"
+	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		if k := iter.Val(); k != registry {
+			keys = append(keys, k)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return c, fmt.Errorf("redis scan %s:*: %w", prefix, err)
+	}
+	for lo := 0; lo < len(keys); lo += 1000 {
+		chunk := keys[lo:min(lo+1000, len(keys))]
+		pl := rdb.Pipeline()
+		types := make([]*redis.StatusCmd, len(chunk))
+		cards := make([]*redis.IntCmd, len(chunk))
+		encs := make([]*redis.StringCmd, len(chunk))
+		for i, k := range chunk {
+			types[i] = pl.Type(ctx, k)
+			cards[i] = pl.ZCard(ctx, k)
+			encs[i] = pl.ObjectEncoding(ctx, k)
+		}
+		// A key of another type (a redsync lock) fails ZCARD: judge per key.
+		_, _ = pl.Exec(ctx)
+		for i := range chunk {
+			if types[i].Val() != "zset" {
+				continue
+			}
+			n, err := cards[i].Result()
+			if err != nil {
+				continue // deleted between SCAN and ZCARD
+			}
+			c.Zsets++
+			c.Members += n
+			c.MaxMembers = max(c.MaxMembers, n)
+			switch encs[i].Val() {
+			case "listpack", "ziplist":
+				c.Listpack++
+			case "skiplist":
+				c.Skiplist++
+			}
+		}
+	}
+	return c, nil
+}
+
+// DeletePrefix unlinks every key under prefix and returns how many.
+func DeletePrefix(ctx context.Context, rdb *redis.Client, prefix string) (int, error) {
+	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	var batch []string
+	n := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
+			return err
+		}
+		n += len(batch)
+		batch = batch[:0]
+		return nil
+	}
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 1000 {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return n, err
+	}
+	return n, flush()
+}
+
+// metricsClient is the HTTP client of the scrapes.
+var metricsClient = &http.Client{Timeout: 5 * time.Second}
