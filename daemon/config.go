@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/delayq/delayq/zset"
 )
 
 // Roles delayd can run.
@@ -30,13 +32,14 @@ type Config struct {
 
 	Salts       int           // HBase salt buckets = pre-split regions; default 16
 	Segment     time.Duration // Redis segment length; default 1m
-	Shards      int           // zsets per segment; default 64
+	Shards      int           // zsets per segment; default zset.DefaultShards (256)
 	Partitions  int           // partitions of the topics delayd creates; default 8
 	ScanWorkers int           // scanner goroutines per partition; default 8
 	AllowTopics []string      // business topics allowed; empty = any but internal ones
 	Retention   time.Duration // how long a row outlives its exec_at; default 7 days
 	SlowRate    float64       // delay-input-slow messages/s; default 1000
 	GroupPrefix string        // consumer group ids are <GroupPrefix>-ingest and -scanner; default delayq
+	Pprof       bool          // serve net/http/pprof under /debug/pprof/ on HTTP
 }
 
 func (c *Config) setDefaults() {
@@ -67,10 +70,10 @@ func (c *Config) setDefaults() {
 		c.Salts = 16
 	}
 	if c.Segment == 0 {
-		c.Segment = time.Minute
+		c.Segment = zset.DefaultSegment
 	}
 	if c.Shards == 0 {
-		c.Shards = 64
+		c.Shards = zset.DefaultShards
 	}
 	if c.Partitions == 0 {
 		c.Partitions = 8

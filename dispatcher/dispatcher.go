@@ -43,6 +43,12 @@ type Config struct {
 	RetireGrace time.Duration
 	// ScanTopic receives the scan tasks. Default delay-scan.
 	ScanTopic string
+	// Lookahead is how far past its tick a scan task reaches: the tick at T
+	// emits until = T + Lookahead, and the scanner delivers each entry when
+	// its exec_at comes (never before), so a task is late by the processing
+	// time rather than by up to one tick. Default Tick; negative: none
+	// (until = T, late by up to one tick).
+	Lookahead time.Duration
 	// BacklogEvery is the period of the pending_tasks gauge: the winner of
 	// the first tick of every period refreshes it (Index.Backlog costs one
 	// command per segment and shard). Default max(Tick, 1m); negative turns
@@ -69,6 +75,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.BacklogEvery == 0 {
 		c.BacklogEvery = max(c.Tick, time.Minute)
+	}
+	switch {
+	case c.Lookahead == 0:
+		c.Lookahead = c.Tick
+	case c.Lookahead < 0:
+		c.Lookahead = 0
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -185,8 +197,7 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 	}
 	// The lock is never released: it expires after the tick, so no other
 	// instance can win this tick late.
-	until := at.UnixMilli()
-	n, err := d.emit(ctx, until)
+	n, err := d.emit(ctx, at.Add(d.cfg.Lookahead).UnixMilli())
 	result := resultWon
 	if err != nil {
 		log.Error("dispatch failed", "err", err)
@@ -196,7 +207,7 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 	}
 	d.metrics.ticks.WithLabelValues(result).Inc()
 
-	if retired, err := d.ix.Retire(ctx, until-d.cfg.RetireGrace.Milliseconds()); err != nil {
+	if retired, err := d.ix.Retire(ctx, at.Add(-d.cfg.RetireGrace).UnixMilli()); err != nil {
 		log.Warn("retire failed", "err", err)
 	} else if retired > 0 {
 		log.Debug("segments retired", "segments", retired)

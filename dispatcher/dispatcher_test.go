@@ -89,6 +89,14 @@ func TestConfig(t *testing.T) {
 	if cfg.RetireGrace != 10*time.Minute || cfg.BacklogEvery != 5*time.Minute {
 		t.Fatalf("defaults for a 5m tick: %+v", cfg)
 	}
+	if cfg.Lookahead != 5*time.Minute {
+		t.Fatalf("default lookahead %v, want one tick", cfg.Lookahead)
+	}
+	cfg = Config{Tick: time.Second, Lookahead: -1}
+	cfg.setDefaults()
+	if cfg.Lookahead != 0 {
+		t.Fatalf("negative lookahead became %v, want none", cfg.Lookahead)
+	}
 	if _, err := New(Config{}, nil, nil, nil); err == nil {
 		t.Fatal("New with nil dependencies succeeded")
 	}
@@ -127,14 +135,17 @@ func TestBucketize(t *testing.T) {
 }
 
 // fakeScanner is the Writer of the unit tests: it records every scan task
-// and, like a scanner, drains what the task covers from the index.
+// and, like a scanner, drains what the task covers from the index: an entry
+// already due is delivered at once, a later one (up to until) when its
+// exec_at comes.
 type fakeScanner struct {
 	ix *zset.Index
 
-	mu      sync.Mutex
-	fail    int // fail this many writes first
-	writes  [][]ScanTask
-	scanned map[zset.Entry][]int64 // entry -> until of every scan that delivered it
+	mu        sync.Mutex
+	fail      int // fail this many writes first
+	writes    [][]ScanTask
+	scanned   map[zset.Entry][]int64 // entry -> tick (write time) of every scan that delivered it
+	delivered map[zset.Entry][]int64 // entry -> when those scans delivered it
 }
 
 func (f *fakeScanner) WriteMessages(ctx context.Context, msgs ...kafka.Message) error {
@@ -158,8 +169,10 @@ func (f *fakeScanner) WriteMessages(ctx context.Context, msgs ...kafka.Message) 
 		if err != nil {
 			return err
 		}
+		now := time.Now().UnixMilli()
 		for _, e := range es {
-			f.scanned[e] = append(f.scanned[e], s.Until)
+			f.scanned[e] = append(f.scanned[e], now)
+			f.delivered[e] = append(f.delivered[e], max(now, e.ExecAt))
 		}
 		if err := f.ix.Remove(ctx, s.Zset, es); err != nil {
 			return err
@@ -182,9 +195,11 @@ func counter(t *testing.T, c prometheus.Collector) float64 {
 
 // TestTwoDispatchersShareRedis runs two dispatchers against one miniredis
 // in a synctest bubble for six 1-minute ticks of fake time: at every tick
-// exactly one wins, every due task is scanned exactly once at the first tick
-// at or after its exec_at (never before), nothing not yet due is scanned,
-// drained segments retire and a failed write loses nothing.
+// exactly one wins, every task is scanned exactly once, by the last tick
+// before its exec_at (the lookahead of one tick) or the first after it when
+// it was overdue, and delivered at its exec_at, never before; nothing due
+// after the lookahead is scanned, drained segments retire and a failed
+// write loses nothing.
 func TestTwoDispatchersShareRedis(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -209,21 +224,23 @@ func TestTwoDispatchersShareRedis(t *testing.T) {
 		start := time.Now()
 		at := func(d time.Duration) int64 { return start.Add(d).UnixMilli() }
 		entries := []zset.Entry{
-			{ID: 1, ExecAt: at(-time.Hour)},                     // overdue: first tick
-			{ID: 2, ExecAt: at(30 * time.Second)},               // tick 1m
-			{ID: 3, ExecAt: at(time.Minute)},                    // exactly on tick 1m
-			{ID: 4, ExecAt: at(time.Minute + time.Millisecond)}, // tick 2m
-			{ID: 5, ExecAt: at(2*time.Minute + 30*time.Second)}, // tick 3m fails to write: tick 4m
-			{ID: 6, ExecAt: at(time.Hour)},                      // later than the test
+			{ID: 1, ExecAt: at(-time.Hour)},                       // overdue: first tick (1m)
+			{ID: 2, ExecAt: at(30 * time.Second)},                 // no tick before it: tick 1m
+			{ID: 3, ExecAt: at(time.Minute)},                      // exactly on tick 1m
+			{ID: 4, ExecAt: at(time.Minute + time.Millisecond)},   // tick 1m looks ahead to 2m
+			{ID: 5, ExecAt: at(3*time.Minute + 30*time.Second)},   // tick 3m fails to write: tick 4m
+			{ID: 6, ExecAt: at(time.Hour)},                        // later than the test
+			{ID: 7, ExecAt: at(2 * time.Minute)},                  // tick 1m (until = 2m, inclusive)
+			{ID: 8, ExecAt: at(2*time.Minute + time.Millisecond)}, // tick 2m
 		}
 		for i := range 50 {
-			entries = append(entries, zset.Entry{ID: uint64(100 + i), ExecAt: at(90 * time.Second)}) // tick 2m
+			entries = append(entries, zset.Entry{ID: uint64(100 + i), ExecAt: at(90 * time.Second)}) // tick 1m
 		}
 		if err := ix.Add(ctx, start, entries); err != nil {
 			t.Fatal(err)
 		}
 
-		scanner := &fakeScanner{ix: ix, scanned: map[zset.Entry][]int64{}}
+		scanner := &fakeScanner{ix: ix, scanned: map[zset.Entry][]int64{}, delivered: map[zset.Entry][]int64{}}
 		var ds []*Dispatcher
 		var regs []*prometheus.Registry
 		var wg sync.WaitGroup
@@ -268,18 +285,27 @@ func TestTwoDispatchersShareRedis(t *testing.T) {
 			t.Fatalf("ticks won %v, error %v, lost %v; want 5, 1, 6 (one winner per tick)", won, failed, lost)
 		}
 
-		want := map[uint64]time.Duration{1: time.Minute, 2: time.Minute, 3: time.Minute, 4: 2 * time.Minute, 5: 4 * time.Minute}
+		want := map[uint64]time.Duration{1: time.Minute, 2: time.Minute, 3: time.Minute, 4: time.Minute,
+			5: 4 * time.Minute, 7: time.Minute, 8: 2 * time.Minute}
 		for i := range 50 {
-			want[uint64(100+i)] = 2 * time.Minute
+			want[uint64(100+i)] = time.Minute
 		}
 		for _, e := range entries {
 			got := scanner.scanned[e]
 			tick, due := want[e.ID]
 			switch {
 			case !due && len(got) > 0:
-				t.Errorf("entry %d (exec_at +%v) scanned at %v, before it was due", e.ID, time.UnixMilli(e.ExecAt).Sub(start), got)
+				t.Errorf("entry %d (exec_at +%v) scanned at %v, beyond the lookahead", e.ID, time.UnixMilli(e.ExecAt).Sub(start), got)
 			case due && !slices.Equal(got, []int64{at(tick)}):
-				t.Errorf("entry %d scanned by %v, want once at +%v (%d)", e.ID, got, tick, at(tick))
+				t.Errorf("entry %d scanned at %v, want once at +%v (%d)", e.ID, got, tick, at(tick))
+			}
+			for _, d := range scanner.delivered[e] {
+				if d < e.ExecAt {
+					t.Errorf("entry %d delivered at %d, before its exec_at %d", e.ID, d, e.ExecAt)
+				}
+				if e.ExecAt >= at(tick) && d != e.ExecAt {
+					t.Errorf("entry %d, scanned ahead of time, delivered at %d, want its exec_at %d", e.ID, d, e.ExecAt)
+				}
 			}
 		}
 		for _, batch := range scanner.writes {
@@ -360,7 +386,7 @@ func TestTickRedisDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scanner := &fakeScanner{ix: ix, scanned: map[zset.Entry][]int64{}}
+	scanner := &fakeScanner{ix: ix, scanned: map[zset.Entry][]int64{}, delivered: map[zset.Entry][]int64{}}
 	d, err := New(Config{Tick: time.Second, ScanTopic: "scan"}, ix, redsync.New(goredis.NewPool(c)), scanner)
 	if err != nil {
 		t.Fatal(err)

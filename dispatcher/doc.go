@@ -7,10 +7,14 @@
 //
 // Ticks fall on wall-clock multiples of Config.Tick counted from the unix
 // epoch (with the default 1m: every minute on the minute), so all instances
-// agree on them without talking to each other. The tick at time T closes the
-// interval (T-Tick, T]: its scan tasks carry until = T in unix milliseconds,
-// and a scan reads the members with score <= until. A task is therefore
-// never delivered before its exec_at and at most about one tick after it.
+// agree on them without talking to each other. The tick at time T looks one
+// Lookahead (default one tick) ahead: its scan tasks carry until = T +
+// Lookahead in unix milliseconds, and a scan reads the members with score
+// <= until. The scanner delivers at once what is already due and each other
+// entry when its exec_at comes, so a task is never delivered before its
+// exec_at and, when its scan task was emitted before it fell due, late only
+// by the time the scan takes. With no lookahead (negative Lookahead) the
+// tick at T emits until = T and a task is late by up to one tick.
 //
 // # Election
 //
@@ -20,7 +24,8 @@
 // whose clock lags cannot win the same tick again, and the winner never
 // unlocks it early; the key expires by itself. The winner then
 //
-//  1. lists the due zsets (Index.DueKeys(until = T)),
+//  1. lists the zsets due by the lookahead (Index.DueKeys(until = T +
+//     Lookahead)),
 //  2. writes one ScanTask per zset to the scan topic in one WriteMessages
 //     call, Kafka key = zset key, so one zset is always scanned by one
 //     partition,

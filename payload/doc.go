@@ -5,14 +5,18 @@
 //
 // # Task identity
 //
-// Every task has a string name and a 64-bit id. The name is the producer's
-// delay-id header, or, without one, DerivedName(input topic, partition,
-// offset), so that re-reading the same input after a crash writes the same
-// task again. TaskID maps a name to its id: a canonical decimal uint64 (what
-// the Go client's snowflake ids look like) is that number; any other string
-// is its 64-bit FNV-1a hash. Redis holds only Ref{ID, ExecAt}; the row it
-// points at holds the name, so the output's delay-id header is the original
-// string.
+// Every task has a string name and a 63-bit id (at most MaxID = 2^63-1).
+// The name is the producer's delay-id header, or, without one,
+// DerivedName(input topic, partition, offset), so that re-reading the same
+// input after a crash writes the same task again. TaskID maps a name to its
+// id: a canonical decimal up to MaxID (what the Go client's snowflake ids
+// look like) is that number; any other string, a larger decimal included,
+// is its 64-bit FNV-1a hash with the top bit cleared. Ids stay below 2^63
+// because Redis's listpack stores a zset member as an 8-byte integer only
+// when it fits an int64; a larger id would cost a 20-character string
+// (about 30 instead of 20 bytes a member). Redis holds only Ref{ID,
+// ExecAt}; the row it points at holds the name, so the output's delay-id
+// header is the original string.
 //
 // # Rowkey (17 bytes)
 //
@@ -74,7 +78,7 @@
 //
 // # Invariants
 //
-//   - After Decode, Task.Name != "" and Task.ID == TaskID(Task.Name).
+//   - After Decode, Task.Name != "" and Task.ID == TaskID(Task.Name) <= MaxID.
 //   - ExecAt >= 0; RowKey(s, r) sorts after RowKey(s, r') when r.ExecAt >
 //     r'.ExecAt within one salt.
 //   - ParseRowKey(RowKey(s, r)) == r for every s and r.

@@ -121,14 +121,17 @@ func TestSplitKeys(t *testing.T) {
 }
 
 func TestTaskID(t *testing.T) {
-	fnvOf := func(s string) uint64 { h := fnv.New64a(); h.Write([]byte(s)); return h.Sum64() }
+	// The 64-bit FNV-1a hash with the top bit cleared.
+	fnvOf := func(s string) uint64 { h := fnv.New64a(); h.Write([]byte(s)); return h.Sum64() &^ (1 << 63) }
 	tests := []struct {
 		name string
 		want uint64
 	}{
 		{"0", 0},
 		{"1234567890123456789", 1234567890123456789},
-		{"18446744073709551615", 1<<64 - 1},
+		{"9223372036854775807", 1<<63 - 1},                      // MaxID
+		{"9223372036854775808", fnvOf("9223372036854775808")},   // above MaxID
+		{"18446744073709551615", fnvOf("18446744073709551615")}, // above MaxID
 		{"18446744073709551616", fnvOf("18446744073709551616")}, // overflows
 		{"0123", fnvOf("0123")},                                 // not canonical
 		{"+5", fnvOf("+5")},
@@ -141,7 +144,35 @@ func TestTaskID(t *testing.T) {
 			t.Errorf("TaskID(%q) = %d, want %d", tt.name, got, tt.want)
 		}
 	}
+	// Golden values: FNV-1a-64 of "order-42" is 0x7d1deb86a05662d4 (top
+	// bit clear, kept as is); of "delay-input/3/1234" 0x96d089f6c83116bc
+	// (top bit set, cleared).
+	golden := map[string]uint64{
+		"order-42":           0x7d1deb86a05662d4,
+		"delay-input/3/1234": 0x16d089f6c83116bc,
+	}
+	for name, want := range golden {
+		if got := payload.TaskID(name); got != want || got > payload.MaxID {
+			t.Errorf("TaskID(%q) = %d, want %d <= MaxID", name, got, want)
+		}
+	}
+	// About half of all 64-bit hashes have the top bit set; none of the ids does.
+	high := 0
+	for i := range 1000 {
+		name := fmt.Sprintf("task-%d", i)
+		if fnv64(name)>>63 == 1 {
+			high++
+		}
+		if id := payload.TaskID(name); id > payload.MaxID {
+			t.Fatalf("TaskID(%q) = %d > MaxID", name, id)
+		}
+	}
+	if high < 400 {
+		t.Errorf("only %d of 1000 hashes had the top bit set; the test proves nothing", high)
+	}
 }
+
+func fnv64(s string) uint64 { h := fnv.New64a(); h.Write([]byte(s)); return h.Sum64() }
 
 func TestDerivedName(t *testing.T) {
 	if got := payload.DerivedName("delay-input", 3, 1234); got != "delay-input/3/1234" {

@@ -24,7 +24,7 @@ const OpCancel = "cancel"
 
 // Task is one delayed message.
 type Task struct {
-	ID      uint64         // internal 64-bit id, TaskID(Name)
+	ID      uint64         // internal 63-bit id, TaskID(Name)
 	Name    string         // delay-id string as given, or derived; never "" after Decode
 	Topic   string         // business topic
 	ExecAt  int64          // due time, unix milliseconds
@@ -59,18 +59,23 @@ type Store interface {
 	Scan(ctx context.Context, from, to int64, fn func(Task) error) error
 }
 
-// TaskID maps a task name to its 64-bit id: a canonical decimal uint64 (no
-// sign, no leading zeros, as snowflake ids are written) is that number;
-// anything else is its 64-bit FNV-1a hash.
+// MaxID is the largest task id: ids are 63-bit, so that Redis's listpack
+// stores every zset member as an integer (it does so only for values that
+// fit an int64; a larger one costs a 20-character string).
+const MaxID = 1<<63 - 1
+
+// TaskID maps a task name to its 63-bit id: a canonical decimal (no sign,
+// no leading zeros, as snowflake ids are written) up to MaxID is that
+// number; anything else is its 64-bit FNV-1a hash with the top bit cleared.
 func TaskID(name string) uint64 {
 	if canonicalUint(name) {
-		if n, err := strconv.ParseUint(name, 10, 64); err == nil {
+		if n, err := strconv.ParseUint(name, 10, 64); err == nil && n <= MaxID {
 			return n
 		}
 	}
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	return h.Sum64()
+	return h.Sum64() & MaxID
 }
 
 func canonicalUint(s string) bool {

@@ -3,11 +3,18 @@
 // topics.
 //
 // A scan task (dispatcher.ScanTask) names one Redis zset and an upper bound
-// `until`. Scanning it is a loop: read up to BatchSize due entries
-// (ZRANGEBYSCORE -inf until LIMIT), fetch their payloads from the store in one
-// batch, produce the deliverable ones in one WriteMessages call, then remove
-// exactly the entries that were read (delivered, cancelled, missing or routed
-// to the failed topic); repeat until a batch comes back short.
+// `until`, which the dispatcher sets one tick ahead of its tick. Scanning it
+// is a loop of steps: read up to BatchSize entries up to until
+// (ZRANGEBYSCORE -inf until LIMIT); of those, take the ones already due
+// (score <= now: a prefix, since they come lowest score first), fetch their
+// payloads from the store in one batch, produce the deliverable ones in one
+// WriteMessages call, then remove exactly those entries (delivered,
+// cancelled, missing or routed to the failed topic); repeat while full
+// batches are due. When the next entry up to until is not due yet, the step
+// ends and the task waits until that entry's exec_at; when no entry up to
+// until is left, the task is done. A task is therefore never delivered
+// before its exec_at, and one whose scan task came ahead of time is late by
+// the time a step takes.
 //
 // # Goroutines
 //
@@ -18,8 +25,11 @@
 // a pool of Workers goroutines, and commits offsets every CommitInterval. A scan
 // task goes to worker hash(zset) % Workers, so inside a partition one zset is
 // only ever scanned by one goroutine (the Kafka key is the zset, so across the
-// group it is scanned by one partition). Run returns only after every
-// goroutine it started has ended.
+// group it is scanned by one partition). A worker holds the scan tasks of each
+// of its zsets in offset order and runs one zset's tasks one after the other;
+// it interleaves the steps of different zsets, keeping those that wait for
+// their next entry in a timer heap, so a waiting zset never delays another.
+// Run returns only after every goroutine it started has ended.
 //
 // # Invariants
 //
@@ -33,8 +43,9 @@
 //     again by the next owner; scanning it again is harmless because a scan
 //     removes only what it read and produced.
 //   - Stop (Run's ctx cancelled) and rebalance: fetching stops at once, queued
-//     scan tasks that have not started are left for the next owner, scan tasks
-//     in flight continue for up to DrainTimeout. After that deadline no new
+//     scan tasks that have not started and scan tasks waiting for their next
+//     entry are left for the next owner (their offsets stay unfinished), a
+//     step in flight continues for up to DrainTimeout. After that deadline no new
 //     batch and no new write starts, but a write already started is never cut
 //     short (kafka-go keeps producing a batch after WriteMessages returned
 //     ctx.Err(), so its outcome would be unknown) and a batch whose messages

@@ -42,11 +42,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		lateness: metric.Register(reg, &errs, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "delayq_delivery_lateness_seconds",
 			Help:    "Delivery time minus due time of delivered tasks.",
-			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
 		})),
 		scanDuration: metric.Register(reg, &errs, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "delayq_scan_duration_seconds",
-			Help:    "Duration of completed scan tasks.",
+			Help:    "Time completed scan tasks spent scanning (waits for entries to fall due excluded).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		})),
 		scanTasks: metric.Register(reg, &errs, prometheus.NewCounterVec(prometheus.CounterOpts{

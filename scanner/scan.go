@@ -44,44 +44,124 @@ type item struct {
 	lastErr  error
 }
 
-// scan runs one scan task: it delivers the entries of task.Zset due up to
-// task.Until, batch by batch, until a batch comes back short. It returns nil
-// when done and an error only when ctx ended first; entries whose messages
-// were produced are removed from the index in either case (see remove).
+// scanState is where a scan task stands between its steps.
+type scanState struct {
+	// upcoming are entries read up to until that were not due at the last
+	// look, lowest score first. Steps deliver from them without reading the
+	// zset again until they run out.
+	upcoming []zset.Entry
+	// settled are entries delivered (or cancelled, missing, or sent to the
+	// failed topic) and not yet removed from the zset. They are removed
+	// before the zset is read again, before the task is done, and on stop.
+	settled []zset.Entry
+	// more: the last read was a full batch, or the task waited since it, so
+	// the zset may hold entries up to until beyond upcoming.
+	more bool
+	busy time.Duration // time spent in steps
+}
+
+// scan runs one scan task to the end: it delivers the entries of t.Zset up
+// to t.Until, each once it is due, sleeping while the next one is not. It
+// returns nil when done and an error only when ctx ended first; entries
+// whose messages were produced are removed from the index in either case
+// (see remove). Workers interleave the steps of many scan tasks instead
+// (see work); scan is their sequential form.
 func (s *Scanner) scan(ctx context.Context, t dispatcher.ScanTask) error {
-	start := time.Now()
+	st := &scanState{more: true}
 	for {
-		var entries []zset.Entry
-		err := s.retry(ctx, "due", t.Zset, func(ctx context.Context) (err error) {
-			entries, err = s.ix.Due(ctx, t.Zset, t.Until, s.cfg.BatchSize)
-			return err
-		})
+		next, done, err := s.step(ctx, t, st)
 		if err != nil {
 			return err
 		}
-		if len(entries) > 0 {
-			if err := s.batch(ctx, t.Zset, entries); err != nil {
-				return err
-			}
-		}
-		if len(entries) < s.cfg.BatchSize {
-			s.m.scanDuration.Observe(time.Since(start).Seconds())
+		if done {
+			s.m.scanDuration.Observe(st.busy.Seconds())
 			s.m.scanTasks.WithLabelValues(resultDone).Inc()
 			return nil
+		}
+		if !sleep(ctx, time.Until(next)) {
+			err := fmt.Errorf("scanner: wait for %s: %w", t.Zset, ctx.Err())
+			return errors.Join(err, s.flush(ctx, t.Zset, st))
 		}
 	}
 }
 
-// batch delivers the tasks of entries and removes the entries from zset key:
-// delivered ones, cancelled and missing ones, and those produced to
-// FailedTopic. An entry is removed only after its message was produced.
-func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) error {
+// step delivers the entries of t.Zset up to t.Until that are due now,
+// batch by batch, never one before its ExecAt. It reports done when no
+// entry up to t.Until is left (everything settled is removed by then), and
+// otherwise when the next entry falls due. It reads the zset only when the
+// entries read before ran out, and removes settled entries only before
+// reading again or finishing: a wake between reads costs one store Get and
+// one write. It returns an error only when ctx ended first, after removing
+// what it settled.
+func (s *Scanner) step(ctx context.Context, t dispatcher.ScanTask, st *scanState) (next time.Time, done bool, err error) {
+	start := time.Now()
+	defer func() { st.busy += time.Since(start) }()
+	for {
+		if len(st.upcoming) == 0 {
+			if !st.more {
+				return time.Time{}, true, s.flush(ctx, t.Zset, st)
+			}
+			// Settled entries leave before the zset is read again, or the read
+			// would return them.
+			if err := s.flush(ctx, t.Zset, st); err != nil {
+				return time.Time{}, false, err
+			}
+			err := s.retry(ctx, "due", t.Zset, func(ctx context.Context) (err error) {
+				st.upcoming, err = s.ix.Due(ctx, t.Zset, t.Until, s.cfg.BatchSize)
+				return err
+			})
+			if err != nil {
+				return time.Time{}, false, err
+			}
+			st.more = len(st.upcoming) == s.cfg.BatchSize
+			if len(st.upcoming) == 0 {
+				return time.Time{}, true, nil
+			}
+		}
+		// Lowest score first: the due entries are a prefix.
+		now := time.Now().UnixMilli()
+		n := 0
+		for n < len(st.upcoming) && st.upcoming[n].ExecAt <= now {
+			n++
+		}
+		if n == 0 {
+			st.more = true // waiting: entries may arrive meanwhile
+			return time.UnixMilli(st.upcoming[0].ExecAt), false, nil
+		}
+		ready := st.upcoming[:n]
+		st.upcoming = st.upcoming[n:]
+		settled, err := s.batch(ctx, t.Zset, ready)
+		st.settled = append(st.settled, settled...)
+		if err != nil {
+			return time.Time{}, false, errors.Join(err, s.flush(ctx, t.Zset, st))
+		}
+	}
+}
+
+// flush removes the settled entries of st from zset key (see remove).
+func (s *Scanner) flush(ctx context.Context, key string, st *scanState) error {
+	if len(st.settled) == 0 {
+		return nil
+	}
+	if err := s.remove(ctx, key, st.settled); err != nil {
+		return err
+	}
+	st.settled = st.settled[:0]
+	return nil
+}
+
+// batch delivers the tasks of entries and returns the entries that may leave
+// zset key: delivered ones, cancelled and missing ones, and those produced
+// to FailedTopic; the caller removes them. An entry is returned only after
+// its message was produced. On error (ctx ended) it returns what it settled
+// before.
+func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) (out []zset.Entry, err error) {
 	refs := make([]payload.Ref, len(entries))
 	for i, e := range entries {
 		refs[i] = payload.Ref{ID: e.ID, ExecAt: e.ExecAt}
 	}
 	var tasks []*payload.Task
-	err := s.retry(ctx, "get", key, func(ctx context.Context) error {
+	err = s.retry(ctx, "get", key, func(ctx context.Context) error {
 		got, err := s.store.Get(ctx, refs)
 		if err != nil {
 			return err
@@ -93,7 +173,7 @@ func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) e
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	var (
@@ -128,7 +208,7 @@ func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) e
 		)
 		if len(items) > 0 {
 			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("scanner: write %s: %d messages unwritten: %w", key, len(items), err)
+				return out, fmt.Errorf("scanner: write %s: %d messages unwritten: %w", key, len(items), err)
 			}
 			msgs := make([]kafka.Message, len(items))
 			for i, it := range items {
@@ -170,21 +250,17 @@ func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) e
 				}
 			}
 		}
-		if len(settled) > 0 {
-			if err := s.remove(ctx, key, settled); err != nil {
-				return err
-			}
-			settled = nil
-			s.m.missing.Add(float64(missing))
-			s.m.cancelled.Add(float64(cancelled))
-			missing, cancelled = 0, 0
-		}
+		out = append(out, settled...)
+		settled = nil
+		s.m.missing.Add(float64(missing))
+		s.m.cancelled.Add(float64(cancelled))
+		missing, cancelled = 0, 0
 		if len(retry) == 0 {
-			return nil
+			return out, nil
 		}
 		items = retry
 		if transient && !sleep(ctx, backoff(s.cfg.RetryBackoff, s.cfg.MaxBackoff, round)) {
-			return fmt.Errorf("scanner: write %s: %d messages unwritten: %w (last error: %v)",
+			return out, fmt.Errorf("scanner: write %s: %d messages unwritten: %w (last error: %v)",
 				key, len(items), ctx.Err(), items[0].lastErr)
 		}
 	}

@@ -115,6 +115,7 @@ func header(m kafka.Message, key string) (string, bool) {
 
 type env struct {
 	t     *testing.T
+	rdb   *redis.Client
 	ix    *fakeIndex
 	store *payload.Memory
 	w     *fakeWriter
@@ -131,7 +132,7 @@ func newEnv(t *testing.T, cfg Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ix: &fakeIndex{Index: zix}, store: payload.NewMemory(), w: &fakeWriter{}, now: time.Now()}
+	e := &env{t: t, rdb: rdb, ix: &fakeIndex{Index: zix}, store: payload.NewMemory(), w: &fakeWriter{}, now: time.Now()}
 	cfg.Brokers = []string{"127.0.0.1:1"}
 	if cfg.RetryBackoff == 0 {
 		cfg.RetryBackoff = time.Millisecond
@@ -647,6 +648,118 @@ func TestWorkCommitsFinishedOnly(t *testing.T) {
 	e.s.work(stopped, ctx, p, q)
 	if off, _ := p.pending(); off != 2 {
 		t.Errorf("pending = %d after a job skipped on stop; want 2", off)
+	}
+}
+
+// With the dispatcher's lookahead a scan task covers entries not due yet:
+// the worker delivers each at its exec_at, never before, and a zset waiting
+// for its next entry does not hold up another zset of the same worker.
+func TestWorkDeliversAtExecAt(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := context.Background()
+	now := time.Now()
+	var (
+		mu   sync.Mutex
+		sent = map[string]time.Time{}
+	)
+	e.w.fail = func(msgs []kafka.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			id, _ := header(m, payload.HeaderID)
+			sent[id] = time.Now()
+		}
+		return nil
+	}
+	// Zset A: two tasks due 300 and 600 ms from now. Zset B (another
+	// prefix, same Redis): one overdue task, queued after A's.
+	soon := []payload.Task{
+		task("a1", "orders", now.Add(300*time.Millisecond).UnixMilli()),
+		task("a2", "orders", now.Add(600*time.Millisecond).UnixMilli()),
+	}
+	late := task("b1", "orders", now.Add(-time.Second).UnixMilli())
+	if err := e.store.Put(ctx, append(slices.Clone(soon), late)); err != nil {
+		t.Fatal(err)
+	}
+	other, err := zset.New(e.rdb, zset.Config{Prefix: "other", Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPartition(0)
+	q := make(chan job, 8)
+	var off int64
+	until := now.Add(time.Second).UnixMilli()
+	for _, tk := range soon {
+		entry := zset.Entry{ID: tk.ID, ExecAt: tk.ExecAt}
+		if err := e.ix.Add(ctx, now, []zset.Entry{entry}); err != nil {
+			t.Fatal(err)
+		}
+		p.start(off)
+		q <- job{task: dispatcher.ScanTask{Zset: e.ix.Key(entry), Until: until}, offset: off}
+		off++
+	}
+	if err := other.Add(ctx, now, []zset.Entry{{ID: late.ID, ExecAt: late.ExecAt}}); err != nil {
+		t.Fatal(err)
+	}
+	p.start(off)
+	q <- job{task: dispatcher.ScanTask{Zset: other.Key(zset.Entry{ID: late.ID, ExecAt: now.UnixMilli()}), Until: until}, offset: off}
+	close(q)
+
+	e.s.work(ctx, ctx, p, q)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, tk := range append(soon, late) {
+		at, ok := sent[tk.Name]
+		switch {
+		case !ok:
+			t.Errorf("%s not delivered", tk.Name)
+		case at.UnixMilli() < tk.ExecAt:
+			t.Errorf("%s delivered %v before its exec_at", tk.Name, time.UnixMilli(tk.ExecAt).Sub(at))
+		case tk.Name != late.Name && at.Sub(time.UnixMilli(tk.ExecAt)) > 250*time.Millisecond:
+			t.Errorf("%s delivered %v after its exec_at, want about at it", tk.Name, at.Sub(time.UnixMilli(tk.ExecAt)))
+		}
+	}
+	if b, a := sent["b1"], time.UnixMilli(soon[0].ExecAt); !b.Before(a) {
+		t.Errorf("overdue b1 delivered at %v, after a1 fell due at %v: the wait for a1 held it up", b, a)
+	}
+	if got, ok := p.pending(); !ok || got != off+1 {
+		t.Errorf("commit point %d, %v; want %d: every task finished", got, ok, off+1)
+	}
+}
+
+// A stop while tasks wait for their entries returns at once and leaves
+// those tasks unfinished for the next owner.
+func TestWorkStopsWhileWaiting(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := context.Background()
+	now := time.Now()
+	tk := task("later", "orders", now.Add(time.Hour).UnixMilli())
+	if err := e.store.Put(ctx, []payload.Task{tk}); err != nil {
+		t.Fatal(err)
+	}
+	entry := zset.Entry{ID: tk.ID, ExecAt: tk.ExecAt}
+	if err := e.ix.Add(ctx, now, []zset.Entry{entry}); err != nil {
+		t.Fatal(err)
+	}
+	p := newPartition(0)
+	p.start(0)
+	q := make(chan job, 1)
+	q <- job{task: dispatcher.ScanTask{Zset: e.ix.Key(entry), Until: tk.ExecAt}, offset: 0}
+	stopCtx, stop := context.WithCancel(ctx)
+	time.AfterFunc(200*time.Millisecond, stop)
+	start := time.Now()
+	e.s.work(stopCtx, ctx, p, q)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("work returned %v after stop", d)
+	}
+	if _, ok := p.pending(); ok {
+		t.Error("a task still waiting was committed")
+	}
+	if n := len(e.w.byTopic("orders")); n != 0 {
+		t.Errorf("delivered %d, want none", n)
+	}
+	if v := value(e.s.m.scanTasks); v != 1 {
+		t.Errorf("scan_tasks_total = %v, want 1 (abandoned)", v)
 	}
 }
 

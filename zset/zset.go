@@ -21,6 +21,12 @@ const (
 	MaxPipeline = 2000
 	// DefaultDueLimit is the Due limit used when limit <= 0.
 	DefaultDueLimit = 1000
+	// DefaultSegment and DefaultShards are the defaults of Config. 256
+	// shards of 1-minute segments keep every zset a listpack (at most 128
+	// members) up to about 1.7M tasks due per hour, evenly spread; see the
+	// package doc, "Memory".
+	DefaultSegment = time.Minute
+	DefaultShards  = 256
 
 	maxExecAt = 1 << 53 // largest exec_at a float64 score holds exactly
 )
@@ -41,7 +47,7 @@ type Config struct {
 	// Segment is the time span of one zset, a whole number of seconds from
 	// 1s to 24h. Default 1m.
 	Segment time.Duration
-	// Shards is the number of zsets per segment, 1 to 65536. Default 64.
+	// Shards is the number of zsets per segment, 1 to 65536. Default 256.
 	Shards int
 	// Registerer receives the store_call_seconds and store_errors_total
 	// metrics; nil means they are not registered.
@@ -53,10 +59,10 @@ func (c *Config) setDefaults() {
 		c.Prefix = "delayq"
 	}
 	if c.Segment == 0 {
-		c.Segment = time.Minute
+		c.Segment = DefaultSegment
 	}
 	if c.Shards == 0 {
-		c.Shards = 64
+		c.Shards = DefaultShards
 	}
 }
 

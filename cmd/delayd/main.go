@@ -16,6 +16,7 @@ import (
 
 	"github.com/delayq/delayq/cmd/internal/envflag"
 	"github.com/delayq/delayq/daemon"
+	"github.com/delayq/delayq/zset"
 )
 
 func main() {
@@ -44,12 +45,13 @@ func run(args []string) error {
 	embedded := fs.Bool("embedded", false, "serve Kafka on --brokers and Redis on --redis in-process, payloads in memory")
 	fs.Var(allow, "allow-topics", "business topics tasks may name, comma-separated (default: any but internal topics)")
 	fs.IntVar(&cfg.Salts, "salts", 16, "HBase salt buckets (pre-split regions) of a new table")
-	fs.DurationVar(&cfg.Segment, "segment", time.Minute, "Redis segment length")
-	fs.IntVar(&cfg.Shards, "shards", 64, "Redis zsets per segment")
+	fs.DurationVar(&cfg.Segment, "segment", zset.DefaultSegment, "Redis segment length")
+	fs.IntVar(&cfg.Shards, "shards", zset.DefaultShards, "Redis zsets per segment")
 	fs.IntVar(&cfg.Partitions, "partitions", 8, "partitions of the topics delayd creates")
 	fs.IntVar(&cfg.ScanWorkers, "scan-workers", 8, "scanner goroutines per delay-scan partition")
 	fs.Float64Var(&cfg.SlowRate, "slow-rate", 1000, "delay-input-slow messages per second")
 	fs.DurationVar(&cfg.Retention, "retention", 7*24*time.Hour, "how long a stored task outlives its due time")
+	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ on the --http address")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := envflag.Parse(fs, args, os.Getenv); err != nil {
 		if err == flag.ErrHelp {

@@ -195,7 +195,7 @@ func testRoundTrip(t *testing.T, s payload.Store, w window) {
 		{Name: "nil-key-and-value", Topic: "t", ExecAt: w.at(3)},
 		{Name: "empty-key-and-value", Topic: "t", ExecAt: w.at(4), Key: []byte{}, Value: []byte{}},
 		{Name: long, Topic: strings.Repeat("t", 249), ExecAt: w.at(5), Value: make([]byte, 100<<10)},
-		{Name: "18446744073709551615", Topic: "snowflake", ExecAt: w.at(6), Value: []byte("max id")},
+		{Name: "9223372036854775807", Topic: "snowflake", ExecAt: w.at(6), Value: []byte("max id")},
 		{Name: "same-id-other-time", Topic: "t", ExecAt: w.at(7)},
 	}
 	// Same ID as the previous task at another time: a different row.

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/delayq/delayq/cmd/internal/envflag"
+	"github.com/delayq/delayq/zset"
 )
 
 // Exit codes of Main.
@@ -146,8 +147,8 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 	pf.StringVar(&g.table, "table", "delayq_tasks", "HBase table")
 	pf.StringVar(&g.prefix, "prefix", "delayq", "Redis key prefix")
 	pf.IntVar(&g.salts, "salts", 16, "HBase salt buckets (pre-split regions); must match delayd's")
-	pf.DurationVar(&g.segment, "segment", time.Minute, "Redis segment length; must match delayd's")
-	pf.IntVar(&g.shards, "shards", 64, "Redis zsets per segment; must match delayd's")
+	pf.DurationVar(&g.segment, "segment", zset.DefaultSegment, "Redis segment length; must match delayd's")
+	pf.IntVar(&g.shards, "shards", zset.DefaultShards, "Redis zsets per segment; must match delayd's")
 	pf.DurationVar(&g.timeout, "timeout", 5*time.Second, "how long each service may take to answer the reachability check")
 
 	root.AddCommand(

@@ -64,7 +64,12 @@ type Delayq struct {
 
 	Redis *RedisFigures `json:"redis,omitempty"`
 	CPU   CPUFigures    `json:"cpu"`
+
+	samples []Sample
 }
+
+// Samples returns the first delivery of every delivered task, for the plot.
+func (d *Delayq) Samples() []Sample { return d.samples }
 
 // RedisFigures is the Redis memory the pending tasks cost.
 type RedisFigures struct {
