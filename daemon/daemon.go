@@ -27,6 +27,9 @@ import (
 	"github.com/delayq/delayq/zset"
 )
 
+// writerBatch is the BatchSize of the writer the roles share.
+const writerBatch = 100
+
 // Store is the payload store the roles share: the HBase store in production,
 // the in-memory one in embedded mode.
 type Store interface {
@@ -138,7 +141,12 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: cfg.Brokers})
+	// kafka-go allocates room for BatchSize messages with every partition
+	// batch it opens, and the scanner writes many small batches (a step
+	// delivers what fell due since the last one): a smaller BatchSize cuts
+	// that garbage without limiting throughput, since a large write still
+	// goes out as several batches per partition.
+	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: cfg.Brokers, BatchSize: writerBatch})
 	defer w.Close()
 
 	var roles []func(context.Context) error

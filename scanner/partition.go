@@ -3,6 +3,7 @@ package scanner
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"hash/fnv"
 	"sync"
 	"time"
@@ -134,6 +135,7 @@ func (s *Scanner) consume(ctx, gctx context.Context, p *partition, offset int64)
 // held is what a worker holds of one zset: its scan tasks in offset order,
 // the first of which is being scanned, and when that one's next step is due.
 type held struct {
+	key   string // the zset
 	jobs  []job
 	st    *scanState // of jobs[0]
 	wake  time.Time  // when the next step of jobs[0] is due
@@ -157,14 +159,19 @@ func (h *wakeHeap) Pop() any {
 	return z
 }
 
+// maxGroup caps the zsets a worker steps together.
+const maxGroup = 32
+
 // work runs the scan tasks of one queue. Tasks of one zset run one after the
-// other, in offset order; tasks of different zsets interleave: a step
-// delivers what is due now, and a zset whose next entry is not due yet (the
-// dispatcher looks one tick ahead) waits in a timer heap while the worker
-// steps the others, so waiting never delays another zset. When the queue is
-// closed the worker finishes what it holds. After stop it starts nothing
-// more and returns: held tasks stay unfinished, so the next owner reads
-// them again, and a step in flight runs on under workCtx (the drain).
+// other, in offset order. Tasks of different zsets interleave: the worker
+// takes every held zset whose next entry is due (the dispatcher looks one
+// tick ahead, so most wait for their entries' exec_at in a timer heap) and
+// delivers their due entries together, with one store Get and one write, so
+// waiting never delays another zset and a busy worker batches more. When
+// the queue is closed the worker finishes what it holds. After stop it
+// starts nothing more and returns: held tasks stay unfinished, so the next
+// owner reads them again, and a step in flight runs on under workCtx (the
+// drain).
 func (s *Scanner) work(stopCtx, workCtx context.Context, p *partition, queue <-chan job) {
 	byZset := map[string]*held{}
 	var due wakeHeap
@@ -173,52 +180,47 @@ func (s *Scanner) work(stopCtx, workCtx context.Context, p *partition, queue <-c
 			z.jobs = append(z.jobs, j)
 			return
 		}
-		z := &held{jobs: []job{j}, st: &scanState{more: true}, wake: time.Now()}
+		z := &held{key: j.task.Zset, jobs: []job{j}, st: &scanState{more: true}, wake: time.Now()}
 		byZset[j.task.Zset] = z
 		heap.Push(&due, z)
 	}
+	open := true
+	// take adds what the queue holds, without waiting.
+	take := func() {
+		for open {
+			select {
+			case j, ok := <-queue:
+				if open = ok; ok {
+					add(j)
+				}
+			default:
+				return
+			}
+		}
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	open := true
 	for {
+		take()
 		if stopCtx.Err() != nil {
 			s.abandon(workCtx, p, due)
 			return
 		}
-		if len(due) > 0 && !due[0].wake.After(time.Now()) {
-			z := due[0]
-			j := z.jobs[0]
-			next, done, err := s.step(workCtx, j.task, z.st)
-			switch {
-			case err != nil: // the drain is over
-				s.m.scanTasks.WithLabelValues(resultAbandoned).Inc()
-				s.log.Warn("scan abandoned", "partition", p.id, "offset", j.offset, "zset", j.task.Zset, "err", err)
-				heap.Remove(&due, z.index)
-				s.abandon(workCtx, p, due)
-				return
-			case done:
-				s.m.scanDuration.Observe(z.st.busy.Seconds())
-				s.m.scanTasks.WithLabelValues(resultDone).Inc()
-				p.finish(j.offset)
-				z.jobs, z.st, z.wake = z.jobs[1:], &scanState{more: true}, time.Now()
-				if len(z.jobs) == 0 {
-					delete(byZset, j.task.Zset)
-					heap.Remove(&due, z.index)
-				} else {
-					heap.Fix(&due, z.index)
-				}
-			default:
-				z.wake = next
-				heap.Fix(&due, z.index)
+		if now := time.Now(); len(due) > 0 && !due[0].wake.After(now) {
+			var group []*held
+			for len(due) > 0 && !due[0].wake.After(now) && len(group) < maxGroup {
+				group = append(group, heap.Pop(&due).(*held))
 			}
-			if open { // take what arrived meanwhile, without waiting
-				select {
-				case j, ok := <-queue:
-					if open = ok; ok {
-						add(j)
-					}
-				default:
+			if err := s.stepGroup(workCtx, p, group); err != nil {
+				s.abandon(workCtx, p, append(due, group...))
+				return
+			}
+			for _, z := range group {
+				if len(z.jobs) == 0 {
+					delete(byZset, z.key)
+					continue
 				}
+				heap.Push(&due, z)
 			}
 			continue
 		}
@@ -246,17 +248,78 @@ func (s *Scanner) work(stopCtx, workCtx context.Context, p *partition, queue <-c
 	}
 }
 
+// stepGroup runs one step of the first task of every zset in group: it
+// takes their due entries (prepare), delivers them together (batch), and
+// sets each zset's next wake; a task that is done finishes its offset and
+// gives way to the zset's next task. It returns an error only when ctx
+// ended first (the drain is over).
+func (s *Scanner) stepGroup(ctx context.Context, p *partition, group []*held) error {
+	start := time.Now()
+	var ready []member
+	var errs []error
+	for _, z := range group {
+		j := z.jobs[0]
+		rs, done, err := s.prepare(ctx, j.task, z.st)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case done:
+			z.st.busy += time.Since(start)
+			s.m.scanDuration.Observe(z.st.busy.Seconds())
+			s.m.scanTasks.WithLabelValues(resultDone).Inc()
+			p.finish(j.offset)
+			z.jobs, z.st = z.jobs[1:], &scanState{more: true}
+			z.wake = time.Now()
+		case len(rs) == 0:
+			z.wake = time.UnixMilli(z.st.upcoming[0].ExecAt)
+		default:
+			ready = append(ready, members(j.task.Zset, rs)...)
+			z.wake = time.Now() // again at once: more may be due, or a read needed
+		}
+	}
+	if len(ready) > 0 {
+		settled, err := s.batch(ctx, ready)
+		byZset := make(map[string]*held, len(group))
+		for _, z := range group {
+			if len(z.jobs) > 0 {
+				byZset[z.key] = z
+			}
+		}
+		for _, m := range settled {
+			st := byZset[m.zset].st
+			st.settled = append(st.settled, m.entry)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	elapsed := time.Since(start)
+	for _, z := range group {
+		if len(z.jobs) > 0 {
+			z.st.busy += elapsed
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.log.Warn("scan step abandoned", "partition", p.id, "zsets", len(group), "err", err)
+		return err
+	}
+	return nil
+}
+
 // abandon removes what the held scan tasks settled (produced entries must
 // leave the index, or the next owner delivers them again) and counts the
 // tasks that had started as abandoned; their offsets stay unfinished.
-func (s *Scanner) abandon(ctx context.Context, p *partition, due wakeHeap) {
+func (s *Scanner) abandon(ctx context.Context, p *partition, due []*held) {
 	n := 0
 	for _, z := range due {
+		if len(z.jobs) == 0 {
+			continue
+		}
 		if z.st.busy > 0 {
 			n++
 		}
-		if err := s.flush(ctx, z.jobs[0].task.Zset, z.st); err != nil {
-			s.log.Warn("settled entries not removed", "partition", p.id, "zset", z.jobs[0].task.Zset,
+		if err := s.flush(ctx, z.key, z.st); err != nil {
+			s.log.Warn("settled entries not removed", "partition", p.id, "zset", z.key,
 				"entries", len(z.st.settled), "err", err)
 		}
 	}

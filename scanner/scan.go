@@ -33,9 +33,15 @@ const (
 	reasonUndeliverable = "undeliverable" // refused by FailedTopic too: logged and dropped
 )
 
+// member is an entry of a zset: what a batch delivers and settles.
+type member struct {
+	zset  string
+	entry zset.Entry
+}
+
 // item is a task of a batch on its way out.
 type item struct {
-	entry    zset.Entry
+	member   member
 	task     *payload.Task
 	msg      kafka.Message
 	failed   bool // msg goes to FailedTopic
@@ -64,77 +70,91 @@ type scanState struct {
 // to t.Until, each once it is due, sleeping while the next one is not. It
 // returns nil when done and an error only when ctx ended first; entries
 // whose messages were produced are removed from the index in either case
-// (see remove). Workers interleave the steps of many scan tasks instead
-// (see work); scan is their sequential form.
+// (see remove). Workers step many scan tasks together instead (see work);
+// scan is the sequential form.
 func (s *Scanner) scan(ctx context.Context, t dispatcher.ScanTask) error {
 	st := &scanState{more: true}
 	for {
-		next, done, err := s.step(ctx, t, st)
-		if err != nil {
-			return err
+		start := time.Now()
+		ready, done, err := s.prepare(ctx, t, st)
+		if err == nil && len(ready) > 0 {
+			var settled []member
+			settled, err = s.batch(ctx, members(t.Zset, ready))
+			st.settle(settled)
 		}
-		if done {
+		st.busy += time.Since(start)
+		switch {
+		case err != nil:
+			return errors.Join(err, s.flush(ctx, t.Zset, st))
+		case done:
 			s.m.scanDuration.Observe(st.busy.Seconds())
 			s.m.scanTasks.WithLabelValues(resultDone).Inc()
 			return nil
-		}
-		if !sleep(ctx, time.Until(next)) {
-			err := fmt.Errorf("scanner: wait for %s: %w", t.Zset, ctx.Err())
-			return errors.Join(err, s.flush(ctx, t.Zset, st))
+		case len(ready) == 0:
+			if !sleep(ctx, time.Until(time.UnixMilli(st.upcoming[0].ExecAt))) {
+				err := fmt.Errorf("scanner: wait for %s: %w", t.Zset, ctx.Err())
+				return errors.Join(err, s.flush(ctx, t.Zset, st))
+			}
 		}
 	}
 }
 
-// step delivers the entries of t.Zset up to t.Until that are due now,
-// batch by batch, never one before its ExecAt. It reports done when no
-// entry up to t.Until is left (everything settled is removed by then), and
-// otherwise when the next entry falls due. It reads the zset only when the
-// entries read before ran out, and removes settled entries only before
-// reading again or finishing: a wake between reads costs one store Get and
-// one write. It returns an error only when ctx ended first, after removing
-// what it settled.
-func (s *Scanner) step(ctx context.Context, t dispatcher.ScanTask, st *scanState) (next time.Time, done bool, err error) {
-	start := time.Now()
-	defer func() { st.busy += time.Since(start) }()
-	for {
-		if len(st.upcoming) == 0 {
-			if !st.more {
-				return time.Time{}, true, s.flush(ctx, t.Zset, st)
-			}
-			// Settled entries leave before the zset is read again, or the read
-			// would return them.
-			if err := s.flush(ctx, t.Zset, st); err != nil {
-				return time.Time{}, false, err
-			}
-			err := s.retry(ctx, "due", t.Zset, func(ctx context.Context) (err error) {
-				st.upcoming, err = s.ix.Due(ctx, t.Zset, t.Until, s.cfg.BatchSize)
-				return err
-			})
-			if err != nil {
-				return time.Time{}, false, err
-			}
-			st.more = len(st.upcoming) == s.cfg.BatchSize
-			if len(st.upcoming) == 0 {
-				return time.Time{}, true, nil
-			}
+// prepare returns the entries of t.Zset up to t.Until that are due now,
+// never one before its ExecAt, and moves them out of st.upcoming; the
+// caller delivers them. It reads the zset only when the entries read before
+// ran out, removing what st settled first (a read would return it again),
+// so a wake between reads costs no Redis call. With nothing ready it
+// reports either done (nothing up to t.Until is left; everything settled
+// is removed by then) or, through st.upcoming[0], when the next entry falls
+// due. It returns an error only when ctx ended first.
+func (s *Scanner) prepare(ctx context.Context, t dispatcher.ScanTask, st *scanState) (ready []zset.Entry, done bool, err error) {
+	if len(st.upcoming) == 0 {
+		if err := s.flush(ctx, t.Zset, st); err != nil {
+			return nil, false, err
 		}
-		// Lowest score first: the due entries are a prefix.
-		now := time.Now().UnixMilli()
-		n := 0
-		for n < len(st.upcoming) && st.upcoming[n].ExecAt <= now {
-			n++
+		if !st.more {
+			return nil, true, nil
 		}
-		if n == 0 {
-			st.more = true // waiting: entries may arrive meanwhile
-			return time.UnixMilli(st.upcoming[0].ExecAt), false, nil
-		}
-		ready := st.upcoming[:n]
-		st.upcoming = st.upcoming[n:]
-		settled, err := s.batch(ctx, t.Zset, ready)
-		st.settled = append(st.settled, settled...)
+		err := s.retry(ctx, "due", t.Zset, func(ctx context.Context) (err error) {
+			st.upcoming, err = s.ix.Due(ctx, t.Zset, t.Until, s.cfg.BatchSize)
+			return err
+		})
 		if err != nil {
-			return time.Time{}, false, errors.Join(err, s.flush(ctx, t.Zset, st))
+			return nil, false, err
 		}
+		st.more = len(st.upcoming) == s.cfg.BatchSize
+		if len(st.upcoming) == 0 {
+			return nil, true, nil
+		}
+	}
+	// Lowest score first: the due entries are a prefix.
+	now := time.Now().UnixMilli()
+	n := 0
+	for n < len(st.upcoming) && st.upcoming[n].ExecAt <= now {
+		n++
+	}
+	if n == 0 {
+		st.more = true // waiting: entries may arrive meanwhile
+		return nil, false, nil
+	}
+	ready = st.upcoming[:n:n]
+	st.upcoming = st.upcoming[n:]
+	return ready, false, nil
+}
+
+// members pairs entries with their zset.
+func members(key string, entries []zset.Entry) []member {
+	ms := make([]member, len(entries))
+	for i, e := range entries {
+		ms[i] = member{zset: key, entry: e}
+	}
+	return ms
+}
+
+// settle records delivered members of st's zset for removal.
+func (st *scanState) settle(ms []member) {
+	for _, m := range ms {
+		st.settled = append(st.settled, m.entry)
 	}
 }
 
@@ -150,15 +170,20 @@ func (s *Scanner) flush(ctx context.Context, key string, st *scanState) error {
 	return nil
 }
 
-// batch delivers the tasks of entries and returns the entries that may leave
-// zset key: delivered ones, cancelled and missing ones, and those produced
-// to FailedTopic; the caller removes them. An entry is returned only after
-// its message was produced. On error (ctx ended) it returns what it settled
+// batch delivers the tasks of ms, members of one or more zsets, with one
+// store Get and one write, and returns the members that may leave their
+// zsets: delivered ones, cancelled and missing ones, and those produced to
+// FailedTopic; the caller removes them. A member is returned only after its
+// message was produced. On error (ctx ended) it returns what it settled
 // before.
-func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) (out []zset.Entry, err error) {
-	refs := make([]payload.Ref, len(entries))
-	for i, e := range entries {
-		refs[i] = payload.Ref{ID: e.ID, ExecAt: e.ExecAt}
+func (s *Scanner) batch(ctx context.Context, ms []member) (out []member, err error) {
+	refs := make([]payload.Ref, len(ms))
+	for i, m := range ms {
+		refs[i] = payload.Ref{ID: m.entry.ID, ExecAt: m.entry.ExecAt}
+	}
+	key := ms[0].zset
+	if len(ms) > 1 && ms[len(ms)-1].zset != key {
+		key = fmt.Sprintf("%s and other zsets", key)
 	}
 	var tasks []*payload.Task
 	err = s.retry(ctx, "get", key, func(ctx context.Context) error {
@@ -177,7 +202,7 @@ func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) (
 	}
 
 	var (
-		settled            []zset.Entry // may leave the index
+		settled            []member // may leave the index
 		missing, cancelled int
 		items              []*item
 	)
@@ -185,12 +210,12 @@ func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) (
 		switch {
 		case t == nil:
 			missing++
-			settled = append(settled, entries[i])
+			settled = append(settled, ms[i])
 		case t.Cancel:
 			cancelled++
-			settled = append(settled, entries[i])
+			settled = append(settled, ms[i])
 		default:
-			it := &item{entry: entries[i], task: t, msg: payload.Deliverable(*t)}
+			it := &item{member: ms[i], task: t, msg: payload.Deliverable(*t)}
 			switch {
 			case t.Topic == "":
 				s.redirect(it, "no business topic")
@@ -225,7 +250,7 @@ func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) (
 				err := errs[i]
 				switch {
 				case err == nil:
-					settled = append(settled, it.entry)
+					settled = append(settled, it.member)
 					if it.failed {
 						s.m.failed.WithLabelValues(reasonRefused).Inc()
 						continue
@@ -244,9 +269,9 @@ func (s *Scanner) batch(ctx context.Context, key string, entries []zset.Entry) (
 					retry = append(retry, it)
 				default:
 					s.m.failed.WithLabelValues(reasonUndeliverable).Inc()
-					s.log.Error("task dropped: failed topic refused it", "zset", key, "id", it.task.Name,
+					s.log.Error("task dropped: failed topic refused it", "zset", it.member.zset, "id", it.task.Name,
 						"topic", it.task.Topic, "exec_at", it.task.ExecAt, "err", err)
-					settled = append(settled, it.entry)
+					settled = append(settled, it.member)
 				}
 			}
 		}

@@ -727,6 +727,56 @@ func TestWorkDeliversAtExecAt(t *testing.T) {
 	}
 }
 
+// Due entries of several zsets held by one worker go out together: one
+// store Get and one write.
+func TestWorkStepsZsetsTogether(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := context.Background()
+	p := newPartition(0)
+	q := make(chan job, 8)
+	var want []string
+	for i := range 3 {
+		ix, err := zset.New(e.rdb, zset.Config{Prefix: fmt.Sprintf("z%d", i), Shards: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk := task(fmt.Sprintf("t%d", i), "orders", e.now.Add(-time.Second).UnixMilli())
+		if err := e.store.Put(ctx, []payload.Task{tk}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Add(ctx, e.now, []zset.Entry{{ID: tk.ID, ExecAt: tk.ExecAt}}); err != nil {
+			t.Fatal(err)
+		}
+		p.start(int64(i))
+		q <- job{task: dispatcher.ScanTask{Zset: ix.Key(zset.Entry{ID: tk.ID, ExecAt: e.now.UnixMilli()}), Until: e.now.UnixMilli()}, offset: int64(i)}
+		want = append(want, tk.Name)
+	}
+	close(q)
+	e.s.work(ctx, ctx, p, q)
+	if len(e.w.calls) != 1 || len(e.w.calls[0]) != 3 {
+		t.Fatalf("writes %d (first of %d messages), want one of 3", len(e.w.calls), len(e.w.calls[0]))
+	}
+	var got []string
+	for _, m := range e.w.calls[0] {
+		id, _ := header(m, payload.HeaderID)
+		got = append(got, id)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("delivered %v, want %v", got, want)
+	}
+	if off, ok := p.pending(); !ok || off != 3 {
+		t.Errorf("commit point %d, %v; want 3", off, ok)
+	}
+	for i := range 3 {
+		ix, _ := zset.New(e.rdb, zset.Config{Prefix: fmt.Sprintf("z%d", i), Shards: 1})
+		keys, err := ix.DueKeys(ctx, e.now.UnixMilli())
+		if err != nil || len(keys) != 0 {
+			t.Errorf("zset z%d still holds due entries: %v %v", i, keys, err)
+		}
+	}
+}
+
 // A stop while tasks wait for their entries returns at once and leaves
 // those tasks unfinished for the next owner.
 func TestWorkStopsWhileWaiting(t *testing.T) {

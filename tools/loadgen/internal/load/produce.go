@@ -148,4 +148,3 @@ func (s *taskSource) task(topic string, seq int, now time.Time) kafka.Message {
 		Time: now,
 	}
 }
-

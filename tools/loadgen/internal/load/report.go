@@ -64,6 +64,8 @@ type Delayq struct {
 
 	Redis *RedisFigures `json:"redis,omitempty"`
 	CPU   CPUFigures    `json:"cpu"`
+	// Bins is lateness over due time, what the plot shows.
+	Bins []Bin `json:"lateness_bins,omitempty"`
 
 	samples []Sample
 }

@@ -198,6 +198,7 @@ func runDelayq(ctx context.Context, cfg *Config, rdb *redis.Client) (*Delayq, er
 		}
 	}
 	d.samples = tally.Samples()
+	d.Bins = LatenessBins(d.samples, defaultBins)
 	return d, nil
 }
 

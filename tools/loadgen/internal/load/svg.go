@@ -11,21 +11,23 @@ import (
 
 // Plot geometry, in SVG user units.
 const (
-	plotW, plotH          = 900, 420
-	marginL, marginR      = 70, 150
-	marginT, marginB      = 40, 50
-	defaultBins           = 200
-	svgWidth, svgHeight   = marginL + plotW + marginR, marginT + plotH + marginB
-	yTicks, xTicks        = 6, 8
-	colorP50, colorP99    = "#1f77b4", "#ff7f0e"
-	colorMax, colorMedian = "#d62728", "#2ca02c"
+	plotW, plotH        = 900, 420
+	marginL, marginR    = 70, 150
+	marginT, marginB    = 40, 50
+	defaultBins         = 200
+	svgWidth, svgHeight = marginL + plotW + marginR, marginT + plotH + marginB
+	yTicks, xTicks      = 6, 8
+	colorP50, colorP99  = "#1f77b4", "#ff7f0e"
+	colorMax            = "#d62728"
 )
 
 // Bin is the lateness of the tasks due in one slice of the run.
 type Bin struct {
-	From          int64 // exec_at of the bin start, unix ms
-	N             int
-	P50, P99, Max int64 // lateness, ms
+	From int64 `json:"from_unix_ms"` // exec_at of the bin start
+	N    int   `json:"n"`
+	P50  int64 `json:"p50_ms"` // lateness
+	P99  int64 `json:"p99_ms"`
+	Max  int64 `json:"max_ms"`
 }
 
 // LatenessBins cuts samples by exec_at into at most n bins of equal width
