@@ -35,11 +35,14 @@ type Config struct {
 	Shards      int           // zsets per segment; default zset.DefaultShards (256)
 	Partitions  int           // partitions of the topics delayd creates; default 8
 	ScanWorkers int           // scanner goroutines per partition; default 8
-	AllowTopics []string      // business topics allowed; empty = any but internal ones
-	Retention   time.Duration // how long a row outlives its exec_at; default 7 days
-	SlowRate    float64       // delay-input-slow messages/s; default 1000
-	GroupPrefix string        // consumer group ids are <GroupPrefix>-ingest and -scanner; default delayq
-	Pprof       bool          // serve net/http/pprof under /debug/pprof/ on HTTP
+	// ScanCoalesce rounds scanner wake-ups up to its multiples
+	// (scanner.Config.Coalesce); default 50ms, negative: none.
+	ScanCoalesce time.Duration
+	AllowTopics  []string      // business topics allowed; empty = any but internal ones
+	Retention    time.Duration // how long a row outlives its exec_at; default 7 days
+	SlowRate     float64       // delay-input-slow messages/s; default 1000
+	GroupPrefix  string        // consumer group ids are <GroupPrefix>-ingest and -scanner; default delayq
+	Pprof        bool          // serve net/http/pprof under /debug/pprof/ on HTTP
 }
 
 func (c *Config) setDefaults() {

@@ -172,7 +172,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	}
 	if cfg.has(RoleScanner) {
 		sc, err := scanner.New(scanner.Config{
-			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers,
+			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
 			Logger: d.opts.Logger, Registerer: d.reg,
 		}, ix, store, w)
 		if err != nil {

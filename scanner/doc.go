@@ -11,10 +11,16 @@
 // WriteMessages call, then remove exactly those entries (delivered,
 // cancelled, missing or routed to the failed topic); repeat while full
 // batches are due. When the next entry up to until is not due yet, the step
-// ends and the task waits until that entry's exec_at; when no entry up to
-// until is left, the task is done. A task is therefore never delivered
-// before its exec_at, and one whose scan task came ahead of time is late by
-// the time a step takes.
+// ends and the task waits until that entry's exec_at, rounded up to a
+// multiple of Coalesce (50 ms by default, so that the zsets of a worker
+// share steps); when no entry up to until is left, the task is done. A task
+// is therefore never delivered before its exec_at, and one whose scan task
+// came ahead of time is late by the rounding and the time a step takes.
+//
+// Between reads of its zset a scan task keeps the entries it read and not
+// yet delivered, so a wake costs one store Get and one write and no Redis
+// call; the entries it delivered are removed (one ZREM) before the zset is
+// read again, before the task is done, and on stop.
 //
 // # Goroutines
 //
@@ -26,17 +32,23 @@
 // task goes to worker hash(zset) % Workers, so inside a partition one zset is
 // only ever scanned by one goroutine (the Kafka key is the zset, so across the
 // group it is scanned by one partition). A worker holds the scan tasks of each
-// of its zsets in offset order and runs one zset's tasks one after the other;
-// it interleaves the steps of different zsets, keeping those that wait for
-// their next entry in a timer heap, so a waiting zset never delays another.
+// of its zsets in offset order and runs one zset's tasks one after the other.
+// Zsets that wait for their next entry sit in a timer heap, so a waiting
+// zset never delays another, and the worker steps all its zsets that are due
+// together: one store Get and one write for all their due entries.
 // Run returns only after every goroutine it started has ended.
 //
 // # Invariants
 //
+//   - Nothing is delivered before its exec_at: a step takes only entries with
+//     score <= now.
 //   - Nothing is removed from the index before it was produced: an entry leaves
 //     its zset only after the write of its message succeeded, or after the
 //     store showed it cancelled or missing, or after it was produced to the
 //     failed topic (FailedTopic) because its business topic refused it for good.
+//     Removal waits for the task's next read of its zset, its end or a stop,
+//     so a crash (kill -9) delivers again what a running scan task produced
+//     since its last read: at least once, as after any crash.
 //   - Offsets are committed through a sliding window (dqkafka.Window): the
 //     committed offset is the low-water mark of finished scan tasks and never
 //     goes backwards. A task that was not finished (stop, rebalance) is read
@@ -49,7 +61,8 @@
 //     batch and no new write starts, but a write already started is never cut
 //     short (kafka-go keeps producing a batch after WriteMessages returned
 //     ctx.Err(), so its outcome would be unknown) and a batch whose messages
-//     were produced always gets its entries removed, each with a short grace.
+//     were produced always gets its entries removed, each with a short grace,
+//     held scan tasks included.
 //     Then the offsets are committed and, on stop, the member leaves the
 //     group. That is what makes a graceful stop free of duplicates.
 //   - Errors of Redis, the store and Kafka are retried with exponential backoff

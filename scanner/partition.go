@@ -10,8 +10,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/internal/drain"
 	"github.com/delayq/delayq/dispatcher"
+	"github.com/delayq/delayq/internal/drain"
 	dqkafka "github.com/delayq/delayq/kafka"
 )
 
@@ -255,8 +255,11 @@ func (s *Scanner) work(stopCtx, workCtx context.Context, p *partition, queue <-c
 // ended first (the drain is over).
 func (s *Scanner) stepGroup(ctx context.Context, p *partition, group []*held) error {
 	start := time.Now()
-	var ready []member
-	var errs []error
+	var (
+		ready   []member
+		errs    []error
+		stepped []*held // whose task goes on after this step
+	)
 	for _, z := range group {
 		j := z.jobs[0]
 		rs, done, err := s.prepare(ctx, j.task, z.st)
@@ -271,19 +274,19 @@ func (s *Scanner) stepGroup(ctx context.Context, p *partition, group []*held) er
 			z.jobs, z.st = z.jobs[1:], &scanState{more: true}
 			z.wake = time.Now()
 		case len(rs) == 0:
-			z.wake = time.UnixMilli(z.st.upcoming[0].ExecAt)
+			z.wake = s.wakeAt(z.st.upcoming[0].ExecAt)
+			stepped = append(stepped, z)
 		default:
 			ready = append(ready, members(j.task.Zset, rs)...)
 			z.wake = time.Now() // again at once: more may be due, or a read needed
+			stepped = append(stepped, z)
 		}
 	}
 	if len(ready) > 0 {
 		settled, err := s.batch(ctx, ready)
-		byZset := make(map[string]*held, len(group))
-		for _, z := range group {
-			if len(z.jobs) > 0 {
-				byZset[z.key] = z
-			}
+		byZset := make(map[string]*held, len(stepped))
+		for _, z := range stepped {
+			byZset[z.key] = z
 		}
 		for _, m := range settled {
 			st := byZset[m.zset].st
@@ -294,10 +297,8 @@ func (s *Scanner) stepGroup(ctx context.Context, p *partition, group []*held) er
 		}
 	}
 	elapsed := time.Since(start)
-	for _, z := range group {
-		if len(z.jobs) > 0 {
-			z.st.busy += elapsed
-		}
+	for _, z := range stepped {
+		z.st.busy += elapsed
 	}
 	if err := errors.Join(errs...); err != nil {
 		s.log.Warn("scan step abandoned", "partition", p.id, "zsets", len(group), "err", err)
@@ -334,4 +335,14 @@ func workerOf(zset string, n int) int {
 	h := fnv.New32a()
 	h.Write([]byte(zset))
 	return int(h.Sum32() % uint32(n))
+}
+
+// wakeAt is when a worker steps a zset whose next entry is due at execAt
+// (unix ms): at execAt, or, with Coalesce, at the next multiple of Coalesce,
+// so that the zsets of a worker fall due together and share a step.
+func (s *Scanner) wakeAt(execAt int64) time.Time {
+	if c := s.cfg.Coalesce.Milliseconds(); c > 0 {
+		execAt = (execAt + c - 1) / c * c
+	}
+	return time.UnixMilli(execAt)
 }

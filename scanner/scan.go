@@ -10,8 +10,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/internal/drain"
 	"github.com/delayq/delayq/dispatcher"
+	"github.com/delayq/delayq/internal/drain"
 	dqkafka "github.com/delayq/delayq/kafka"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"

@@ -26,6 +26,7 @@ const (
 	DefaultRetryBackoff   = 100 * time.Millisecond
 	DefaultMaxBackoff     = 5 * time.Second
 	DefaultMaxAttempts    = 8
+	DefaultCoalesce       = 50 * time.Millisecond
 
 	// maxBatchSize caps BatchSize: a ZREM of a batch is one command and Redis
 	// commands stay at 5,000 arguments or fewer.
@@ -68,6 +69,13 @@ type Config struct {
 	// ZRANGEBYSCORE LIMIT), fetched from the store and produced together.
 	// Default 500, at most 5,000.
 	BatchSize int
+	// Coalesce makes a worker step a zset whose next entry is not due yet
+	// at the next multiple of Coalesce (from the epoch) after that entry's
+	// exec_at rather than at the exec_at itself, so that a worker's zsets
+	// fall due together and share steps: fewer, larger store Gets and
+	// writes for up to Coalesce more lateness. Default 50ms; negative: at
+	// the exec_at.
+	Coalesce time.Duration
 	// CommitInterval is how often the low-water mark of finished scan tasks is
 	// committed when it advanced. Default 100ms.
 	CommitInterval time.Duration
@@ -119,6 +127,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Coalesce == 0 {
+		c.Coalesce = DefaultCoalesce
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -23,7 +23,7 @@ const (
 	DefaultDueLimit = 1000
 	// DefaultSegment and DefaultShards are the defaults of Config. 256
 	// shards of 1-minute segments keep every zset a listpack (at most 128
-	// members) up to about 1.7M tasks due per hour, evenly spread; see the
+	// members) up to about 1.3M tasks due per hour, evenly spread; see the
 	// package doc, "Memory".
 	DefaultSegment = time.Minute
 	DefaultShards  = 256

@@ -16,6 +16,7 @@ import (
 
 	"github.com/delayq/delayq/cmd/internal/envflag"
 	"github.com/delayq/delayq/daemon"
+	"github.com/delayq/delayq/scanner"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -49,6 +50,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.Shards, "shards", zset.DefaultShards, "Redis zsets per segment")
 	fs.IntVar(&cfg.Partitions, "partitions", 8, "partitions of the topics delayd creates")
 	fs.IntVar(&cfg.ScanWorkers, "scan-workers", 8, "scanner goroutines per delay-scan partition")
+	fs.DurationVar(&cfg.ScanCoalesce, "scan-coalesce", scanner.DefaultCoalesce, "round scanner wake-ups up to multiples of this: fewer, larger steps, more lateness (negative: none)")
 	fs.Float64Var(&cfg.SlowRate, "slow-rate", 1000, "delay-input-slow messages per second")
 	fs.DurationVar(&cfg.Retention, "retention", 7*24*time.Hour, "how long a stored task outlives its due time")
 	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ on the --http address")

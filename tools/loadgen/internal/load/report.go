@@ -54,6 +54,9 @@ type Delayq struct {
 	// before everything was accepted, which spoils the drain figure.
 	AcceptedBeforeDue bool `json:"accepted_before_due"`
 
+	// Awaited is false with --no-deliver: the run ended once everything
+	// was accepted, and Outcome counts what was delivered by then.
+	Awaited bool    `json:"deliveries_awaited"`
 	Outcome Outcome `json:"outcome"`
 	// DeliverySeconds runs from the earliest delay-at to the last first
 	// delivery; DeliveryRate is Delivered over it. In burst mode that is
@@ -147,7 +150,11 @@ func (r *Report) WriteSummary(w io.Writer) {
 			s := o.SeenLateness
 			p("  seen by consumer p50 %dms  p99 %dms  max %dms\n", s.P50, s.P99, s.Max)
 		}
-		p("  delivered %d  lost %d  duplicates %d  early %d  unknown %d\n", o.Delivered, o.Lost, o.Duplicates, o.Early, o.Unknown)
+		if d.Awaited {
+			p("  delivered %d  lost %d  duplicates %d  early %d  unknown %d\n", o.Delivered, o.Lost, o.Duplicates, o.Early, o.Unknown)
+		} else {
+			p("  deliveries not awaited (--no-deliver); %d delivered by the end, early %d\n", o.Delivered, o.Early)
+		}
 		if d.Burst && !d.AcceptedBeforeDue {
 			p("  WARNING: the burst fell due before every task was accepted; raise --burst-after\n")
 		}

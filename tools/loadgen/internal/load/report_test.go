@@ -3,8 +3,14 @@ package load
 import (
 	"bytes"
 	"encoding/xml"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/payload"
 )
 
 func TestRank(t *testing.T) {
@@ -187,7 +193,7 @@ func TestSummary(t *testing.T) {
 		Run: "r", Tasks: 100, Payload: 10, Delays: "burst", IDs: IDsSnowflake,
 		Baseline: &Baseline{ProduceRate: 1000, CopyRate: 800, DrainRate: 900},
 		Delayq: &Delayq{
-			SubmitRate: 400, DeliveryRate: 450, Burst: true, AcceptedBeforeDue: false,
+			SubmitRate: 400, DeliveryRate: 450, Burst: true, AcceptedBeforeDue: false, Awaited: true,
 			Outcome: Outcome{Delivered: 100, Lateness: Percentiles{P99: 120}},
 			Redis:   &RedisFigures{BytesPerPending: 21.5, Pending: 100},
 		},
@@ -195,7 +201,7 @@ func TestSummary(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	rep.WriteSummary(&buf)
-	for _, want := range []string{"0.50 x baseline copy", "burst drain", "p99 120ms", "21.5 bytes/pending", "WARNING"} {
+	for _, want := range []string{"0.50 x baseline copy", "burst drain", "p99 120ms", "21.5 bytes/pending", "WARNING", "lost 0"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, buf.String())
 		}
@@ -218,5 +224,85 @@ func TestConfigValidate(t *testing.T) {
 	ok.setDefaults()
 	if err := ok.Validate(); err != nil {
 		t.Errorf("defaults invalid: %v", err)
+	}
+}
+
+func TestDelivery(t *testing.T) {
+	at := time.UnixMilli(1795251948605).UTC()
+	m := kafka.Message{
+		Key:  []byte("42"),
+		Time: at.Add(30 * time.Millisecond),
+		Headers: []kafka.Header{
+			{Key: payload.HeaderID, Value: []byte("x")},
+			{Key: payload.HeaderAt, Value: []byte(payload.FormatTime(at.UnixMilli()))},
+		},
+	}
+	d := delivery(m, at.Add(50*time.Millisecond))
+	want := Delivery{Seq: 42, ExecAt: at.UnixMilli(), Written: at.UnixMilli() + 30, Seen: at.UnixMilli() + 50}
+	if d != want {
+		t.Errorf("delivery = %+v, want %+v", d, want)
+	}
+	if d := delivery(kafka.Message{Key: []byte("not a number")}, at); d.Seq != -1 {
+		t.Errorf("unparsable key gave seq %d", d.Seq)
+	}
+}
+
+func TestTaskSource(t *testing.T) {
+	start := time.UnixMilli(1795251948605)
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		ok   func(at int64, now time.Time) bool
+	}{
+		{"uniform", Config{Tasks: 500, MinDelay: time.Second, Span: time.Minute, IDs: IDsString}, func(at int64, now time.Time) bool {
+			d := time.UnixMilli(at).Sub(now)
+			return d >= time.Second && d < time.Second+time.Minute
+		}},
+		{"burst", Config{Tasks: 500, Burst: true, BurstAfter: 30 * time.Second}, func(at int64, _ time.Time) bool {
+			second := start.Add(30 * time.Second).Truncate(time.Second).UnixMilli()
+			return at >= second && at < second+1000
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			cfg.setDefaults()
+			tally := NewTally(cfg.Tasks)
+			src, err := newTaskSource(&cfg, start, tally)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := map[string]bool{}
+			now := start.Add(time.Second)
+			for seq := range cfg.Tasks {
+				m := src.task("in", seq, now)
+				var at int64
+				for _, h := range m.Headers {
+					switch h.Key {
+					case payload.HeaderAt:
+						at, _ = strconv.ParseInt(string(h.Value), 10, 64)
+					case payload.HeaderID:
+						ids[string(h.Value)] = true
+					case payload.HeaderTopic:
+						if string(h.Value) != cfg.Topic {
+							t.Fatalf("delay-topic %q, want %q", h.Value, cfg.Topic)
+						}
+					}
+				}
+				if !tt.ok(at, now) {
+					t.Fatalf("task %d due %v, outside the distribution", seq, time.UnixMilli(at).Sub(now))
+				}
+				if string(m.Key) != strconv.Itoa(seq) || len(m.Value) != cfg.Payload || m.Topic != "in" {
+					t.Fatalf("task %d: key %q, %d value bytes, topic %q", seq, m.Key, len(m.Value), m.Topic)
+				}
+				// The tally knows the due time before the message exists.
+				tally.Add(Delivery{Seq: seq, ExecAt: at, Written: at})
+			}
+			if len(ids) != cfg.Tasks {
+				t.Errorf("%d distinct ids for %d tasks", len(ids), cfg.Tasks)
+			}
+			if o := tally.Outcome(); o.Delivered != cfg.Tasks || o.Unknown != 0 {
+				t.Errorf("tally of the source's own tasks: %+v", o)
+			}
+		})
 	}
 }

@@ -170,7 +170,8 @@ func runDelayq(ctx context.Context, cfg *Config, rdb *redis.Client) (*Delayq, er
 	fmt.Fprintf(cfg.Progress, "all %d accepted after %.2fs; redis %.1f B/pending (%d pending in %d zsets)\n",
 		d.Accepted, d.SubmitSeconds, rf.BytesPerPending, rf.Pending, rf.Zsets)
 
-	if !cfg.NoDeliver {
+	d.Awaited = !cfg.NoDeliver
+	if d.Awaited {
 		deadline := time.UnixMilli(tally.LastDue()).Add(cfg.Grace)
 		for tally.Delivered() < cfg.Tasks && time.Now().Before(deadline) {
 			if !sleep(ctx, pollEvery) {
