@@ -1,7 +1,8 @@
 // Package daemon assembles delayd: it connects the backends (Kafka, Redis and
 // the HBase payload store), creates delayq's topics and table when they are
 // missing, builds the roles a Config asks for (ingest, dispatcher, scanner)
-// and serves /metrics, /healthz and /readyz.
+// and serves /metrics, /healthz and /readyz (and /debug/pprof/ with
+// Config.Pprof).
 //
 // Goroutines: Run starts one per role plus the HTTP server, under one
 // errgroup; when its context ends every role drains its in-flight work and

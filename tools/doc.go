@@ -1,5 +1,9 @@
 // Package tools holds delayq's operator-side programs that are not part of the
-// service: the load generator and the delivery checkers that measure a
-// running delayq from the outside, through Kafka only. Each tool is a main
-// package in a folder of its own below this one.
+// service. Each tool is a main package in a folder of its own below this one:
+//
+//   - loadgen drives a running delayd from the outside — Kafka for tasks and
+//     deliveries, delayd's /metrics for acceptance and CPU, Redis for memory
+//     — and reports rates, lateness, loss, duplicates and Redis bytes per
+//     pending task, optionally against a kafka-go pass-through baseline
+//     measured in the same run (README, "Performance").
 package tools
