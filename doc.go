@@ -10,7 +10,7 @@
 //     an absolute time, also for Task.After, so that the Receipt names
 //     exactly the stored task);
 //   - delay-id: the task id, the caller's or a snowflake id made by the
-//     client (its decimal string, which delayq maps to the same 64-bit id);
+//     client (its decimal string, which delayq maps to the same internal id);
 //   - delay-op: cancel, with delay-id and delay-at, for Cancel.
 //
 // Every other header passes through to the delivered message, which also

@@ -117,7 +117,7 @@ not yet delivered. It exits with 1 when there is no row.`,
 
 func (in inspection) print(w io.Writer) {
 	line := func(k, format string, args ...any) { fmt.Fprintf(w, "%-10s %s\n", k, fmt.Sprintf(format, args...)) }
-	line("id", "%s (64-bit id %s)", in.ID, in.ID64)
+	line("id", "%s (internal id %s)", in.ID, in.ID64)
 	line("due", "%s", formatTime(in.ExecAt))
 	line("row", "%s in table %s", in.RowKey, in.Table)
 	if !in.Stored {
