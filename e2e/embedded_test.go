@@ -48,9 +48,7 @@ func TestEmbedded(t *testing.T) {
 	})
 
 	w := newWorkload(e.run, topic, 1000, 50, 8*time.Second, time.Now())
-	e.produce(ctx, w.early)
-	e.produce(ctx, w.tasks)
-	e.produce(ctx, w.late)
+	e.submit(ctx, w)
 
 	r := e.awaitDelivery(w, out, 60*time.Second)
 	t.Logf("TestEmbedded: %v", r)

@@ -221,6 +221,15 @@ func (s *syncWriter) bytes() []byte {
 	return bytes.Clone(s.b.Bytes())
 }
 
+// submit produces a workload in its order: the cancels that precede their
+// tasks, the tasks (with the malformed messages), the cancels that follow.
+func (e *env) submit(ctx context.Context, w workload) {
+	e.t.Helper()
+	e.produce(ctx, w.early)
+	e.produce(ctx, w.tasks)
+	e.produce(ctx, w.late)
+}
+
 // produce writes input messages to delay-input with RequireAll.
 func (e *env) produce(ctx context.Context, msgs []kafka.Message) {
 	e.t.Helper()

@@ -78,9 +78,7 @@ func TestPipeline(t *testing.T) {
 	w := newWorkload(e.run, topic, 20000, 500, 30*time.Second, time.Now())
 	ctx := context.Background()
 	start := time.Now()
-	e.produce(ctx, w.early)
-	e.produce(ctx, w.tasks)
-	e.produce(ctx, w.late)
+	e.submit(ctx, w)
 	t.Logf("produced %d tasks, %d cancels, %d malformed in %v", len(w.due)+len(w.cancelled), len(w.cancelled), len(w.malformed), time.Since(start))
 
 	r := e.awaitDelivery(w, out, 90*time.Second)
@@ -108,9 +106,7 @@ func TestTwoDaemons(t *testing.T) {
 
 	w := newWorkload(e.run, topic, 5000, 100, 20*time.Second, time.Now())
 	ctx := context.Background()
-	e.produce(ctx, w.early)
-	e.produce(ctx, w.tasks)
-	e.produce(ctx, w.late)
+	e.submit(ctx, w)
 	time.Sleep(8 * time.Second)
 	a.stop(t)
 	t.Log("SIGTERM to the first delayd: exited cleanly")
@@ -162,9 +158,7 @@ func TestKillAndRestart(t *testing.T) {
 
 	w := newWorkload(e.run, topic, 10000, 100, 20*time.Second, time.Now())
 	ctx := context.Background()
-	e.produce(ctx, w.early)
-	e.produce(ctx, w.tasks)
-	e.produce(ctx, w.late)
+	e.submit(ctx, w)
 	time.Sleep(7 * time.Second)
 	d.kill()
 	before := w.judge(out.snapshot()).delivered
@@ -189,9 +183,7 @@ func TestOutage(t *testing.T) {
 
 	w := newWorkload(e.run, topic, 2000, 50, 6*time.Second, time.Now().Add(2*time.Second))
 	ctx := context.Background()
-	e.produce(ctx, w.early)
-	e.produce(ctx, w.tasks)
-	e.produce(ctx, w.late)
+	e.submit(ctx, w)
 	time.Sleep(1500 * time.Millisecond)
 	d.stop(t)
 	stopped := time.Now()
