@@ -1,0 +1,35 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Bad flags and environment end delayd with an error that names the flag or
+// the variable, before anything starts.
+func TestRunRejectsBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{name: "bad duration flag", args: []string{"--tick", "soon"}, want: `invalid value "soon" for flag -tick`},
+		{name: "bad env names variable", env: map[string]string{"DELAYQ_MAX_DELAY": "forever"}, want: "DELAYQ_MAX_DELAY"},
+		{name: "unknown role", args: []string{"--roles", "ingest,janitor"}, want: `unknown role "janitor"`},
+		{name: "tick below minimum from env", env: map[string]string{"DELAYQ_TICK": "100ms"}, want: "tick: 100ms is below the 1s minimum"},
+		{name: "bad log level", args: []string{"--log-level", "loud"}, want: "--log-level"},
+		{name: "unknown flag", args: []string{"--brokerz", "x"}, want: "flag provided but not defined: -brokerz"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			err := run(tc.args)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("run(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+			}
+		})
+	}
+}

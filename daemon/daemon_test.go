@@ -1,0 +1,96 @@
+package daemon
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want []string // every one must appear in the error; none: valid
+	}{
+		{name: "defaults"},
+		{name: "one role", cfg: Config{Roles: []string{RoleScanner}}},
+		{name: "unknown role", cfg: Config{Roles: []string{"ingest", "janitor"}}, want: []string{`roles: unknown role "janitor"`}},
+		{name: "tick below 1s", cfg: Config{Tick: 500 * time.Millisecond}, want: []string{"tick: 500ms is below the 1s minimum"}},
+		{name: "salts", cfg: Config{Salts: 300}, want: []string{"salts: 300 is outside 1..256"}},
+		{name: "segment fraction", cfg: Config{Segment: 1500 * time.Millisecond}, want: []string{"segment: 1.5s must be whole seconds"}},
+		{name: "broker without port", cfg: Config{Brokers: []string{"kafka-1"}}, want: []string{`brokers: "kafka-1" is not host:port`}},
+		{
+			name: "every problem at once",
+			cfg:  Config{Roles: []string{"x"}, Tick: time.Millisecond, MaxDelay: -time.Hour, Shards: -1},
+			want: []string{"roles:", "tick:", "max-delay:", "shards:"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.setDefaults()
+			err := cfg.Validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("want an error containing %q, got nil", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultsMatchInterfaces(t *testing.T) {
+	var c Config
+	c.setDefaults()
+	got := []string{strings.Join(c.Brokers, ","), c.Redis, c.HBaseZK, c.Table, c.Prefix, strings.Join(c.Roles, ","), c.Tick.String(), c.HTTP, c.MaxDelay.String()}
+	want := []string{"127.0.0.1:9092", "127.0.0.1:6379", "127.0.0.1:2181", "delayq_tasks", "delayq", "ingest,dispatcher,scanner", "1m0s", "127.0.0.1:9464", "720h0m0s"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("default %d = %q, want %q (DESIGN.md Interfaces)", i, got[i], want[i])
+		}
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	d, err := New(Config{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d.handler())
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d, want 200", code)
+	}
+	if code, _ := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz before setup = %d, want 503", code)
+	}
+	d.ready.Store(true)
+	if code, _ := get("/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz when ready = %d, want 200", code)
+	}
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics = %d, want 200 with the Go collector", code)
+	}
+}
