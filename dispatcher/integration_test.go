@@ -23,18 +23,7 @@ import (
 // to the test; keys under it are deleted at cleanup.
 func realRedis(t *testing.T) (*redis.Client, string) {
 	t.Helper()
-	addr := stacktest.Redis(t)
-	prefix := fmt.Sprintf("dqtest-dispatch-%d", time.Now().UnixNano())
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-		c.Close()
-	})
-	return c, prefix
+	return stacktest.RedisPrefix(t, "dqtest-dispatch")
 }
 
 // The foundation's check: two redsync mutexes on one name, from two

@@ -2,7 +2,6 @@ package zset
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -16,18 +15,7 @@ import (
 // to this test; every key under it is deleted at cleanup.
 func realRedis(t *testing.T) (*redis.Client, string) {
 	t.Helper()
-	addr := stacktest.Redis(t)
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	prefix := fmt.Sprintf("dqtest-zset-%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-		c.Close()
-	})
-	return c, prefix
+	return stacktest.RedisPrefix(t, "dqtest-zset")
 }
 
 // The foundation's check that go-redis pipelines ZADD and reads

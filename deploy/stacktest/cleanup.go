@@ -2,6 +2,7 @@ package stacktest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -38,4 +39,18 @@ func DropKeys(tb testing.TB, rdb redis.UniversalClient, prefix string) {
 	if err := iter.Err(); err != nil {
 		tb.Logf("drop keys %s:*: %v", prefix, err)
 	}
+}
+
+// RedisPrefix returns a client of the local Redis and a key prefix unique
+// to this test (name-<nanos>); the test's keys are deleted and the client
+// closed when it ends.
+func RedisPrefix(tb testing.TB, name string) (*redis.Client, string) {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: Redis(tb)})
+	prefix := fmt.Sprintf("%s-%d", name, time.Now().UnixNano())
+	tb.Cleanup(func() {
+		DropKeys(tb, c, prefix)
+		c.Close()
+	})
+	return c, prefix
 }
