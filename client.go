@@ -13,7 +13,8 @@ import (
 	"github.com/bwmarrin/snowflake"
 	kafka "github.com/segmentio/kafka-go"
 
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -57,16 +58,16 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if len(c.Brokers) == 0 {
-		c.Brokers = []string{dqkafka.DefaultBroker}
+		c.Brokers = []string{topics.DefaultBroker}
 	}
 	if c.SlowAfter == 0 {
 		c.SlowAfter = DefaultSlowAfter
 	}
 	if c.Input == "" {
-		c.Input = dqkafka.TopicInput
+		c.Input = topics.Input
 	}
 	if c.Slow == "" {
-		c.Slow = dqkafka.TopicInputSlow
+		c.Slow = topics.Slow
 	}
 	if c.BatchTimeout == 0 {
 		c.BatchTimeout = DefaultBatchTimeout
@@ -143,7 +144,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delayq: snowflake node %d: %w", cfg.Node, err)
 	}
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{
+	w := producer.New(producer.Config{
 		Brokers:      cfg.Brokers,
 		BatchTimeout: cfg.BatchTimeout,
 		Logger:       cfg.Logger,
@@ -245,9 +246,9 @@ func checkTask(t Task, now time.Time) (time.Time, error) {
 	switch {
 	case t.Topic == "":
 		reasons = append(reasons, "topic is empty")
-	case !dqkafka.LegalTopic(t.Topic):
+	case !topics.Legal(t.Topic):
 		reasons = append(reasons, fmt.Sprintf("topic %q is not a legal Kafka topic name", t.Topic))
-	case dqkafka.Internal(t.Topic):
+	case topics.Internal(t.Topic):
 		reasons = append(reasons, fmt.Sprintf("topic %q is an internal topic", t.Topic))
 	}
 	reasons = checkID(reasons, t.ID)

@@ -16,8 +16,10 @@ import (
 
 	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/ingest"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -33,7 +35,7 @@ type fake struct {
 func newFake(t *testing.T, cfg Config) *fake {
 	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1),
-		kfake.SeedTopics(1, dqkafka.TopicInput, dqkafka.TopicInputSlow))
+		kfake.SeedTopics(1, topics.Input, topics.Slow))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,37 +83,37 @@ func TestSubmitWire(t *testing.T) {
 		{
 			name:      "at and id",
 			task:      Task{ID: "order-1", Topic: "orders", At: testNow.Add(10 * time.Minute), Key: []byte("k1"), Value: []byte("v1")},
-			wantInput: dqkafka.TopicInput,
+			wantInput: topics.Input,
 			wantAt:    ms + 10*60_000,
 		},
 		{
 			name:      "after",
 			task:      Task{ID: "order-2", Topic: "orders", After: 90 * time.Second, Value: []byte("v2")},
-			wantInput: dqkafka.TopicInput,
+			wantInput: topics.Input,
 			wantAt:    ms + 90_000,
 		},
 		{
 			name:      "due now",
 			task:      Task{ID: "now", Topic: "orders"},
-			wantInput: dqkafka.TopicInput,
+			wantInput: topics.Input,
 			wantAt:    ms,
 		},
 		{
 			name:      "past",
 			task:      Task{ID: "past", Topic: "orders", At: testNow.Add(-time.Hour)},
-			wantInput: dqkafka.TopicInput,
+			wantInput: topics.Input,
 			wantAt:    ms - 3_600_000,
 		},
 		{
 			name:      "exactly slow-after stays fast",
 			task:      Task{ID: "edge", Topic: "orders", After: time.Hour},
-			wantInput: dqkafka.TopicInput,
+			wantInput: topics.Input,
 			wantAt:    ms + 3_600_000,
 		},
 		{
 			name:      "beyond slow-after goes slow",
 			task:      Task{ID: "far", Topic: "orders", After: time.Hour + time.Millisecond},
-			wantInput: dqkafka.TopicInputSlow,
+			wantInput: topics.Slow,
 			wantAt:    ms + 3_600_001,
 		},
 		{
@@ -119,19 +121,19 @@ func TestSubmitWire(t *testing.T) {
 			task: Task{ID: "h", Topic: "orders", After: time.Minute, Headers: []kafka.Header{
 				{Key: "trace", Value: []byte("t-1")}, {Key: "delay-custom", Value: []byte("x")}, {Key: "empty", Value: nil},
 			}},
-			wantInput: dqkafka.TopicInput,
+			wantInput: topics.Input,
 			wantAt:    ms + 60_000,
 		},
 		{
 			name:      "generated id",
 			task:      Task{Topic: "orders", After: time.Minute, Key: []byte("k")},
-			wantInput: dqkafka.TopicInput,
+			wantInput: topics.Input,
 			wantAt:    ms + 60_000,
 		},
 		{
 			name:      "sub-millisecond at is truncated",
 			task:      Task{ID: "trunc", Topic: "orders", At: time.UnixMilli(ms + 5).Add(999 * time.Microsecond)},
-			wantInput: dqkafka.TopicInput,
+			wantInput: topics.Input,
 			wantAt:    ms + 5,
 		},
 	}
@@ -209,10 +211,10 @@ func TestSlowAfter(t *testing.T) {
 		after     time.Duration
 		want      string
 	}{
-		{"default 1h, 59m", 0, 59 * time.Minute, dqkafka.TopicInput},
-		{"default 1h, 61m", 0, 61 * time.Minute, dqkafka.TopicInputSlow},
-		{"custom 1m, 2m", time.Minute, 2 * time.Minute, dqkafka.TopicInputSlow},
-		{"never, 30 days", -1, 720 * time.Hour, dqkafka.TopicInput},
+		{"default 1h, 59m", 0, 59 * time.Minute, topics.Input},
+		{"default 1h, 61m", 0, 61 * time.Minute, topics.Slow},
+		{"custom 1m, 2m", time.Minute, 2 * time.Minute, topics.Slow},
+		{"never, 30 days", -1, 720 * time.Hour, topics.Input},
 	}
 	f := newFake(t, Config{})
 	for _, tt := range tests {
@@ -239,7 +241,7 @@ func TestCancelWire(t *testing.T) {
 	if err := f.c.Cancel(t.Context(), "order-7", at); err != nil {
 		t.Fatal(err)
 	}
-	m := f.read(t, dqkafka.TopicInput, 0)
+	m := f.read(t, topics.Input, 0)
 	got, err := payload.Decode(m, testNow, payload.DecodeConfig{})
 	if err != nil {
 		t.Fatalf("Decode rejects the cancel: %v", err)
@@ -389,18 +391,18 @@ func TestRealStack(t *testing.T) {
 	nanos := time.Now().UnixNano()
 	suffix := strconv.FormatInt(nanos, 10)
 	input, slow, failed := "dqtest-client-in-"+suffix, "dqtest-client-slow-"+suffix, "dqtest-client-failed-"+suffix
-	if err := dqkafka.EnsureTopics(ctx, brokers, []dqkafka.TopicSpec{
+	if err := topics.Ensure(ctx, brokers, []topics.Spec{
 		{Name: input, Partitions: 2}, {Name: slow, Partitions: 1}, {Name: failed, Partitions: 1},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	const salts = 2
 	table := "delayq_test_client_" + suffix
-	if err := payload.CreateTable(ctx, zk, table, salts); err != nil {
+	if err := hbase.CreateTable(ctx, zk, table, salts); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })
-	store, err := payload.NewHBase(payload.HBaseConfig{ZK: zk, Table: table, Salts: salts})
+	store, err := hbase.New(hbase.Config{ZK: zk, Table: table, Salts: salts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +443,7 @@ func TestRealStack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: brokers})
+	w := producer.New(producer.Config{Brokers: brokers})
 	defer w.Close()
 	in, err := ingest.New(ingest.Config{
 		Brokers: brokers, GroupID: "dqtest-client-" + suffix, Input: input, Slow: slow, Failed: failed,

@@ -21,8 +21,10 @@ import (
 
 	"github.com/delayq/delayq/dispatcher"
 	"github.com/delayq/delayq/ingest"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/scanner"
 	"github.com/delayq/delayq/zset"
 )
@@ -108,7 +110,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) runRoles(ctx context.Context) error {
 	cfg := d.cfg
 	if err := retry(ctx, d.log, "create topics", func(ctx context.Context) error {
-		return dqkafka.EnsureTopics(ctx, cfg.Brokers, dqkafka.DefaultTopics(cfg.Partitions))
+		return topics.Ensure(ctx, cfg.Brokers, topics.Defaults(cfg.Partitions))
 	}); err != nil {
 		return err
 	}
@@ -116,11 +118,11 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if store == nil {
 		storeDesc = "hbase " + cfg.Table + " via " + cfg.HBaseZK
 		if err := retry(ctx, d.log, "create table", func(ctx context.Context) error {
-			return payload.CreateTable(ctx, cfg.HBaseZK, cfg.Table, cfg.Salts)
+			return hbase.CreateTable(ctx, cfg.HBaseZK, cfg.Table, cfg.Salts)
 		}); err != nil {
 			return err
 		}
-		hb, err := payload.NewHBase(payload.HBaseConfig{
+		hb, err := hbase.New(hbase.Config{
 			ZK: cfg.HBaseZK, Table: cfg.Table, Salts: cfg.Salts, Retention: cfg.Retention,
 			Logger: d.opts.Logger, Registerer: d.reg,
 		})
@@ -146,7 +148,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	// delivers what fell due since the last one): a smaller BatchSize cuts
 	// that garbage without limiting throughput, since a large write still
 	// goes out as several batches per partition.
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: cfg.Brokers, BatchSize: writerBatch})
+	w := producer.New(producer.Config{Brokers: cfg.Brokers, BatchSize: writerBatch})
 	defer w.Close()
 
 	var roles []func(context.Context) error

@@ -9,11 +9,13 @@ import (
 	"strconv"
 	"time"
 
-	dqkafka "github.com/delayq/delayq/kafka"
-	"github.com/delayq/delayq/zset"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/kafka/scantask"
+	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/zset"
 )
 
 // Index is the part of the zset index the dispatcher uses.
@@ -71,7 +73,7 @@ func (c *Config) setDefaults() {
 		c.RetireGrace = max(2*c.Tick, time.Minute)
 	}
 	if c.ScanTopic == "" {
-		c.ScanTopic = dqkafka.TopicScan
+		c.ScanTopic = topics.Scan
 	}
 	if c.BacklogEvery == 0 {
 		c.BacklogEvery = max(c.Tick, time.Minute)
@@ -96,7 +98,7 @@ func (c *Config) Validate() error {
 	if c.RetireGrace < 0 {
 		errs = append(errs, fmt.Errorf("dispatcher: negative retire grace %v", c.RetireGrace))
 	}
-	if dqkafka.Internal(c.ScanTopic) && c.ScanTopic != dqkafka.TopicScan {
+	if topics.Internal(c.ScanTopic) && c.ScanTopic != topics.Scan {
 		errs = append(errs, fmt.Errorf("dispatcher: scan topic %q is another internal topic", c.ScanTopic))
 	}
 	return errors.Join(errs...)
@@ -242,7 +244,7 @@ func (d *Dispatcher) emit(ctx context.Context, until int64) (int, error) {
 	msgs := make([]kafka.Message, len(keys))
 	now := time.Now() // kafka-go sends timestamp 0 for a zero Time
 	for i, k := range keys {
-		msgs[i] = ScanTask{Zset: k, Until: until}.Message()
+		msgs[i] = scantask.Task{Zset: k, Until: until}.Message()
 		msgs[i].Topic = d.cfg.ScanTopic
 		msgs[i].Time = now
 	}

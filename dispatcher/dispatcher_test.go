@@ -11,51 +11,17 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	dqkafka "github.com/delayq/delayq/kafka"
-	"github.com/delayq/delayq/zset"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/kafka/scantask"
+	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/zset"
 )
-
-func TestScanTask(t *testing.T) {
-	s := ScanTask{Zset: "delayq:202501311459:17", Until: 1738335600000}
-	m := s.Message()
-	if m.Topic != dqkafka.TopicScan || string(m.Key) != s.Zset {
-		t.Fatalf("Message() = topic %q key %q", m.Topic, m.Key)
-	}
-	if want := `{"zset":"delayq:202501311459:17","until":1738335600000}`; string(m.Value) != want {
-		t.Fatalf("value %s, want %s", m.Value, want)
-	}
-	got, err := ParseScanTask(m)
-	if err != nil || got != s {
-		t.Fatalf("ParseScanTask(Message()) = %+v, %v", got, err)
-	}
-
-	bad := []struct {
-		name string
-		m    kafka.Message
-	}{
-		{"not json", kafka.Message{Value: []byte("zset")}},
-		{"no zset", kafka.Message{Value: []byte(`{"until":5}`)}},
-		{"no until", kafka.Message{Value: []byte(`{"zset":"a"}`)}},
-		{"negative until", kafka.Message{Value: []byte(`{"zset":"a","until":-1}`)}},
-		{"key is another zset", kafka.Message{Key: []byte("b"), Value: []byte(`{"zset":"a","until":5}`)}},
-	}
-	for _, tt := range bad {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := ParseScanTask(tt.m); !errors.Is(err, ErrBadScanTask) {
-				t.Fatalf("ParseScanTask = %v, want ErrBadScanTask", err)
-			}
-		})
-	}
-	if got, err := ParseScanTask(kafka.Message{Value: []byte(`{"zset":"a","until":5}`)}); err != nil || got.Zset != "a" {
-		t.Fatalf("without key: %+v, %v", got, err)
-	}
-}
 
 func TestConfig(t *testing.T) {
 	tests := []struct {
@@ -68,7 +34,7 @@ func TestConfig(t *testing.T) {
 		{"sub-second", Config{Tick: 500 * time.Millisecond}, true},
 		{"fractional", Config{Tick: 1500 * time.Millisecond}, true},
 		{"negative grace", Config{RetireGrace: -time.Second}, true},
-		{"scan into input", Config{ScanTopic: dqkafka.TopicInput}, true},
+		{"scan into input", Config{ScanTopic: topics.Input}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +47,7 @@ func TestConfig(t *testing.T) {
 	}
 	cfg := Config{Tick: 10 * time.Second}
 	cfg.setDefaults()
-	if cfg.RetireGrace != time.Minute || cfg.BacklogEvery != time.Minute || cfg.ScanTopic != dqkafka.TopicScan || cfg.LockPrefix != "delayq" {
+	if cfg.RetireGrace != time.Minute || cfg.BacklogEvery != time.Minute || cfg.ScanTopic != topics.Scan || cfg.LockPrefix != "delayq" {
 		t.Fatalf("defaults for a 10s tick: %+v", cfg)
 	}
 	cfg = Config{Tick: 5 * time.Minute}
@@ -143,7 +109,7 @@ type fakeScanner struct {
 
 	mu        sync.Mutex
 	fail      int // fail this many writes first
-	writes    [][]ScanTask
+	writes    [][]scantask.Task
 	scanned   map[zset.Entry][]int64 // entry -> tick (write time) of every scan that delivered it
 	delivered map[zset.Entry][]int64 // entry -> when those scans delivered it
 }
@@ -155,9 +121,9 @@ func (f *fakeScanner) WriteMessages(ctx context.Context, msgs ...kafka.Message) 
 		f.fail--
 		return errors.New("broker down")
 	}
-	var batch []ScanTask
+	var batch []scantask.Task
 	for _, m := range msgs {
-		s, err := ParseScanTask(m)
+		s, err := scantask.Parse(m)
 		if err != nil {
 			return err
 		}
@@ -368,7 +334,7 @@ func TestTwoDispatchersShareRedis(t *testing.T) {
 	})
 }
 
-func countTasks(writes [][]ScanTask) int {
+func countTasks(writes [][]scantask.Task) int {
 	n := 0
 	for _, w := range writes {
 		n += len(w)

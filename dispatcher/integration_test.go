@@ -10,13 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delayq/delayq/deploy/stacktest"
-	dqkafka "github.com/delayq/delayq/kafka"
-	"github.com/delayq/delayq/zset"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/deploy/stacktest"
+	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/scantask"
+	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/zset"
 )
 
 // realRedis returns a client of the local stack's Redis and a prefix unique
@@ -80,7 +83,7 @@ func TestRealStackDispatcherEmitsDueZsetsOnly(t *testing.T) {
 	defer cancel()
 
 	topic := prefix + "-scan"
-	if err := dqkafka.EnsureTopics(ctx, brokers, []dqkafka.TopicSpec{{Name: topic, Partitions: 1, ReplicationFactor: 1}}); err != nil {
+	if err := topics.Ensure(ctx, brokers, []topics.Spec{{Name: topic, Partitions: 1, ReplicationFactor: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -107,7 +110,7 @@ func TestRealStackDispatcherEmitsDueZsetsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: brokers})
+	w := producer.New(producer.Config{Brokers: brokers})
 	defer w.Close()
 	d, err := New(Config{Tick: time.Second, LockPrefix: prefix, ScanTopic: topic}, ix, redsync.New(goredis.NewPool(c)), w)
 	if err != nil {
@@ -134,7 +137,7 @@ func TestRealStackDispatcherEmitsDueZsetsOnly(t *testing.T) {
 		if err != nil {
 			t.Fatalf("read scan topic: %v (so far %v)", err, got)
 		}
-		s, err := ParseScanTask(m)
+		s, err := scantask.Parse(m)
 		if err != nil {
 			t.Fatal(err)
 		}

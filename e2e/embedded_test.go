@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/daemon"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/topics"
 )
 
 // TestEmbedded runs `delayd --embedded` in-process on free ports — kfake as
@@ -42,9 +42,9 @@ func TestEmbedded(t *testing.T) {
 
 	e := &env{t: t, brokers: []string{a[0]}, run: fmt.Sprintf("emb%d", time.Now().UnixNano())}
 	topic := e.topic("orders")
-	out, failed := e.collect(topic), e.collect(dqkafka.TopicFailed)
+	out, failed := e.collect(topic), e.collect(topics.Failed)
 	waitFor(t, 30*time.Second, "delay-input to exist", func() bool {
-		return dqkafka.EnsureTopics(context.Background(), e.brokers, []dqkafka.TopicSpec{{Name: dqkafka.TopicInput}}) == nil
+		return topics.Ensure(context.Background(), e.brokers, []topics.Spec{{Name: topics.Input}}) == nil
 	})
 
 	w := newWorkload(e.run, topic, 1000, 50, 8*time.Second, time.Now())

@@ -20,7 +20,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/deploy/stacktest"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/topics"
 )
 
 var (
@@ -233,12 +234,12 @@ func (e *env) submit(ctx context.Context, w workload) {
 // produce writes input messages to delay-input with RequireAll.
 func (e *env) produce(ctx context.Context, msgs []kafka.Message) {
 	e.t.Helper()
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: e.brokers})
+	w := producer.New(producer.Config{Brokers: e.brokers})
 	defer w.Close()
 	for chunk := range slices.Chunk(msgs, 1000) {
 		for i := range chunk {
 			if chunk[i].Topic == "" {
-				chunk[i].Topic = dqkafka.TopicInput
+				chunk[i].Topic = topics.Input
 			}
 			if chunk[i].Time.IsZero() {
 				chunk[i].Time = time.Now()
@@ -266,7 +267,7 @@ type collector struct {
 
 func (e *env) collect(topic string) *collector {
 	e.t.Helper()
-	if err := dqkafka.EnsureTopics(context.Background(), e.brokers, []dqkafka.TopicSpec{{Name: topic, Partitions: 4, ReplicationFactor: 1}}); err != nil {
+	if err := topics.Ensure(context.Background(), e.brokers, []topics.Spec{{Name: topic, Partitions: 4, ReplicationFactor: 1}}); err != nil {
 		e.t.Fatalf("create %s: %v", topic, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

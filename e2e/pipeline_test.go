@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/topics"
 )
 
 // deliverAll produces w, waits until every due task arrived (or timeout),
@@ -72,7 +72,7 @@ func (e *env) mustBeClean(r report) {
 func TestPipeline(t *testing.T) {
 	e := newEnv(t)
 	topic := e.topic("orders")
-	out, failed := e.collect(topic), e.collect(dqkafka.TopicFailed)
+	out, failed := e.collect(topic), e.collect(topics.Failed)
 	e.start()
 
 	w := newWorkload(e.run, topic, 20000, 500, 30*time.Second, time.Now())
@@ -101,7 +101,7 @@ func TestPipeline(t *testing.T) {
 func TestTwoDaemons(t *testing.T) {
 	e := newEnv(t)
 	topic := e.topic("orders")
-	out, scans := e.collect(topic), e.collect(dqkafka.TopicScan)
+	out, scans := e.collect(topic), e.collect(topics.Scan)
 	a, _ := e.start(), e.start()
 
 	w := newWorkload(e.run, topic, 5000, 100, 20*time.Second, time.Now())

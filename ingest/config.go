@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -80,13 +80,13 @@ func (c *Config) setDefaults() {
 		c.GroupID = DefaultGroupID
 	}
 	if c.Input == "" {
-		c.Input = dqkafka.TopicInput
+		c.Input = topics.Input
 	}
 	if c.Slow == "" {
-		c.Slow = dqkafka.TopicInputSlow
+		c.Slow = topics.Slow
 	}
 	if c.Failed == "" {
-		c.Failed = dqkafka.TopicFailed
+		c.Failed = topics.Failed
 	}
 	if c.SlowRate == 0 {
 		c.SlowRate = DefaultSlowRate
@@ -118,7 +118,7 @@ func (c *Config) setDefaults() {
 	allow := c.Decode.AllowTopic
 	input, slow, failed := c.Input, c.Slow, c.Failed
 	c.Decode.AllowTopic = func(topic string) bool {
-		if topic == input || topic == slow || topic == failed || dqkafka.Internal(topic) {
+		if topic == input || topic == slow || topic == failed || topics.Internal(topic) {
 			return false
 		}
 		return allow == nil || allow(topic)

@@ -13,7 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/internal/drain"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -143,7 +143,7 @@ func (in *Ingester) run(ctx context.Context, input, slow reader) error {
 // our kafka package (FetchMessage + synchronous CommitMessages, partition
 // watching, MinBytes 1) with a queue as deep as a batch.
 func (in *Ingester) newReader(topic string) (*kafka.Reader, error) {
-	rc, err := dqkafka.ReaderConfig{
+	rc, err := consumer.ReaderConfig{
 		Brokers:     in.cfg.Brokers,
 		GroupID:     in.cfg.GroupID,
 		Topics:      []string{topic},

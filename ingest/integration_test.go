@@ -11,8 +11,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/deploy/stacktest"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -23,7 +25,7 @@ type realStack struct {
 	brokers             []string
 	input, slow, failed string
 	group               string
-	store               *payload.HBase
+	store               *hbase.Store
 	ix                  *zset.Index
 	w                   Writer
 }
@@ -43,7 +45,7 @@ func newRealStack(t *testing.T, ctx context.Context) *realStack {
 		failed:  "dqtest-ingest-failed-" + suffix,
 		group:   "dqtest-ingest-" + suffix,
 	}
-	err := dqkafka.EnsureTopics(ctx, brokers, []dqkafka.TopicSpec{
+	err := topics.Ensure(ctx, brokers, []topics.Spec{
 		{Name: s.input, Partitions: 3, ReplicationFactor: 1},
 		{Name: s.slow, Partitions: 2, ReplicationFactor: 1},
 		{Name: s.failed, Partitions: 2, ReplicationFactor: 1},
@@ -54,11 +56,11 @@ func newRealStack(t *testing.T, ctx context.Context) *realStack {
 
 	const salts = 4
 	table := fmt.Sprintf("delayq_test_ingest_%d", nanos)
-	if err := payload.CreateTable(ctx, zk, table, salts); err != nil {
+	if err := hbase.CreateTable(ctx, zk, table, salts); err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
 	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })
-	s.store, err = payload.NewHBase(payload.HBaseConfig{ZK: zk, Table: table, Salts: salts})
+	s.store, err = hbase.New(hbase.Config{ZK: zk, Table: table, Salts: salts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func newRealStack(t *testing.T, ctx context.Context) *realStack {
 		t.Fatal(err)
 	}
 
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: brokers})
+	w := producer.New(producer.Config{Brokers: brokers})
 	t.Cleanup(func() { w.Close() })
 	s.w = w
 	return s

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -37,7 +37,7 @@ func TestRunInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: brokers})
+	w := producer.New(producer.Config{Brokers: brokers})
 	t.Cleanup(func() { w.Close() })
 
 	s := &scenario{

@@ -1,43 +1,18 @@
-// Package kafka holds delayq's Kafka plumbing on top of
-// github.com/segmentio/kafka-go (imported here as kgo): the names of
-// delayq's own topics, the writer and reader presets every role uses, topic
-// administration, and Window, the sliding-window offset committer.
+// Package kafka is the directory of delayq's Kafka plumbing on top of
+// github.com/segmentio/kafka-go. It holds no code of its own; its
+// subpackages are named so that callers import them, and kafka-go, without
+// aliases:
 //
-// Other packages import this one as dqkafka and kafka-go as kafka.
+//   - topics: the names of delayq's own topics, Kafka's topic-name rule,
+//     and Ensure, which creates missing topics at start;
+//   - producer: the writer preset every role uses (RequireAll, 5 ms
+//     batches, key-hash routing, per-message topics);
+//   - consumer: the consumer-group reader preset, the group timing shared
+//     by every group delayq runs, and Window, the sliding-window offset
+//     committer for work that finishes out of order;
+//   - scantask: the wire format of a scan task on delay-scan, owned by
+//     neither the dispatcher that writes it nor the scanner that reads it;
+//   - failed: reading and replaying the delay-failed topic.
 //
-// # Writers
-//
-// NewWriter returns a kafka-go Writer that waits for all in-sync replicas
-// (RequireAll; the kafka-go default is no acknowledgement at all), flushes
-// a batch after 5 ms (the kafka-go default of 1 s stalls every synchronous
-// write of a few messages), routes every message by a hash of its key (one
-// key, one partition, as long as the partition count stays) and has no
-// Topic of its own: every message names its topic. One writer serves all
-// topics of a process; the kafka-go writer is safe for concurrent use and
-// runs its own goroutines until Close.
-//
-// # Readers
-//
-// NewReader builds a consumer-group reader with fetch settings that suit
-// delayq (MinBytes 1, MaxWait 500 ms). Use FetchMessage and commit
-// explicitly: ReadMessage commits synchronously after every message when
-// CommitInterval is 0, which caps a reader at about 1.4k messages/s.
-// CommitMessages commits exactly the offsets given; calling it out of
-// order can move a committed offset backwards. Window is the guard for
-// work that finishes out of order.
-//
-// # Window
-//
-// A Window tracks the offsets of one partition that were handed out
-// (Start, in increasing order) and finished (Done, in any order) and
-// reports the low-water mark: the offset after the longest finished prefix,
-// which is the offset to commit. Invariants: the commit offset never goes
-// backwards, never passes an unfinished offset, and gaps in the offsets
-// (compacted records, transaction markers) do not block it. A Window is
-// safe for concurrent use.
-//
-// # Topics
-//
-// EnsureTopics creates missing topics through the controller and treats
-// "already exists" as success, so every process can call it at start.
+// See docs/ARCHITECTURE.md for where each topic sits in the flow.
 package kafka

@@ -35,17 +35,17 @@ func BenchmarkHeaders(b *testing.B) {
 		for i := range hs {
 			hs[i] = kafka.Header{Key: "header-" + strconv.Itoa(i), Value: []byte("some header value")}
 		}
-		enc := encodeHeaders(hs)
+		enc := EncodeHeaders(hs)
 		b.Run(fmt.Sprintf("encode/n=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				encodeHeaders(hs)
+				EncodeHeaders(hs)
 			}
 		})
 		b.Run(fmt.Sprintf("decode/n=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := decodeHeaders(enc); err != nil {
+				if _, err := DecodeHeaders(enc); err != nil {
 					b.Fatal(err)
 				}
 			}

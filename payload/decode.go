@@ -9,7 +9,7 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/topics"
 )
 
 // ErrContract is wrapped by every Decode error: the input message breaks the
@@ -228,9 +228,9 @@ func checkTopic(topic string, allow func(string) bool) error {
 	switch {
 	case topic == "":
 		return violation("%s: empty", HeaderTopic)
-	case !dqkafka.LegalTopic(topic):
+	case !topics.Legal(topic):
 		return violation("%s: %s is not a legal Kafka topic name", HeaderTopic, quote([]byte(topic)))
-	case dqkafka.Internal(topic):
+	case topics.Internal(topic):
 		return violation("%s: %s is an internal topic", HeaderTopic, quote([]byte(topic)))
 	case allow != nil && !allow(topic):
 		return violation("%s: %s is not allowed", HeaderTopic, quote([]byte(topic)))

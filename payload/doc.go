@@ -1,7 +1,11 @@
 // Package payload is the task model of delayq and everything that touches a
 // task's bytes: the wire codec for input messages (Decode), the output message
-// (Deliverable), the HBase rowkey, and the stores that keep payloads until
-// they are due (HBase in production, Memory for embedded mode and tests).
+// (Deliverable), the HBase rowkey, the Store interface and Memory, the
+// in-process store of the embedded mode and tests. The HBase store lives in
+// payload/hbase, so that importing the task model (the Go client does) costs
+// no HBase, ZooKeeper or Prometheus dependency.
+//
+// See docs/ARCHITECTURE.md for where payloads sit in the flow.
 //
 // # Task identity
 //
@@ -38,43 +42,10 @@
 // each salt s, exactly the range [s|from|0^8, s|to|0^8). The salt count is
 // part of the data: a table written with S salts must always be read with S.
 //
-// # HBase columns
-//
-// One column family "d", VERSIONS 1, no family TTL. Qualifiers:
-//
-//	d:t  business topic (string)                         task put
-//	d:n  name: the original delay-id string, or derived  task put
-//	d:k  key, byte for byte; absent when the key is nil  task put
-//	d:v  value, byte for byte; absent when nil           task put
-//	d:h  pass-through headers; absent when none          task put
-//	d:c  cancel marker; its value is the task's name     cancel put
-//
-// d:h holds uvarint(count) and then per header uvarint(len(key)), key,
-// uvarint(len(value)+1), value — a length of 0 there means a nil value, so
-// nil and empty values both survive the round trip.
-//
-// A task put writes d:t, d:n and those of d:k, d:v, d:h that are present; a
-// cancel put writes only d:c. Because they never share a column, a cancel
-// wins in either arrival order: a later task put cannot clear the marker, and
-// a row with d:c reads back with Cancel=true. Re-putting the same task
-// overwrites the same cells (VERSIONS 1), so a put is idempotent.
-//
-// # Expiry
-//
-// Every cell carries a cell TTL (hrpc.TTL) of max(exec_at − now, 0) +
-// Retention (default 7 days), capped at 100 years, so no row outlives the later of its exec_at and
-// its write time by more than the retention window, which is also how far
-// back a backfill Scan can reach. A task whose exec_at is already past when it
-// is written is due at once and keeps the full retention window.
-//
 // # Goroutines
 //
 // Decode, RowKey and the other codec functions are pure. Memory is safe for
-// concurrent use and starts no goroutines. HBase is safe for concurrent use;
-// its gohbase client runs one goroutine per region server connection until
-// Close. Put and Get send their chunks with a few SendBatch calls in flight
-// and return only when all have ended; Scan holds one gohbase scanner per
-// salt (with lease renewal) and closes them all before it returns.
+// concurrent use and starts no goroutines.
 //
 // # Invariants
 //

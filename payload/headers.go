@@ -9,9 +9,9 @@ import (
 
 var errHeaders = errors.New("truncated or malformed header block")
 
-// encodeHeaders writes the d:h column: uvarint(count), then per header
+// EncodeHeaders writes the d:h column: uvarint(count), then per header
 // uvarint(len(key)) key uvarint(len(value)+1) value, 0 for a nil value.
-func encodeHeaders(hs []kafka.Header) []byte {
+func EncodeHeaders(hs []kafka.Header) []byte {
 	n := binary.MaxVarintLen64
 	for _, h := range hs {
 		n += 2*binary.MaxVarintLen64 + len(h.Key) + len(h.Value)
@@ -31,8 +31,8 @@ func encodeHeaders(hs []kafka.Header) []byte {
 	return b
 }
 
-// decodeHeaders reads the d:h column; values are copies.
-func decodeHeaders(b []byte) ([]kafka.Header, error) {
+// DecodeHeaders reads the d:h column; values are copies.
+func DecodeHeaders(b []byte) ([]kafka.Header, error) {
 	count, n := binary.Uvarint(b)
 	if n <= 0 || count > uint64(len(b)) { // every header takes >= 2 bytes
 		return nil, errHeaders

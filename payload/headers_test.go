@@ -21,7 +21,7 @@ func TestHeadersRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeHeaders(encodeHeaders(tt.hs))
+			got, err := DecodeHeaders(EncodeHeaders(tt.hs))
 			if err != nil || !reflect.DeepEqual(got, tt.hs) {
 				t.Errorf("round trip = %#v, %v; want %#v", got, err, tt.hs)
 			}
@@ -30,7 +30,7 @@ func TestHeadersRoundTrip(t *testing.T) {
 }
 
 func TestDecodeHeadersRejectsGarbage(t *testing.T) {
-	good := encodeHeaders([]kafka.Header{{Key: "key", Value: []byte("value")}})
+	good := EncodeHeaders([]kafka.Header{{Key: "key", Value: []byte("value")}})
 	for name, b := range map[string][]byte{
 		"empty":       {},
 		"truncated":   good[:len(good)-1],
@@ -41,28 +41,28 @@ func TestDecodeHeadersRejectsGarbage(t *testing.T) {
 		"bad varint":  {0xff},
 		"missing val": {1, 1, 'k'},
 	} {
-		if _, err := decodeHeaders(b); err == nil {
-			t.Errorf("%s: decodeHeaders(%x) succeeded", name, b)
+		if _, err := DecodeHeaders(b); err == nil {
+			t.Errorf("%s: DecodeHeaders(%x) succeeded", name, b)
 		}
 	}
 }
 
 func FuzzHeaders(f *testing.F) {
-	f.Add(encodeHeaders([]kafka.Header{{Key: "a", Value: []byte("b")}, {Key: "c"}}))
+	f.Add(EncodeHeaders([]kafka.Header{{Key: "a", Value: []byte("b")}, {Key: "c"}}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		hs, err := decodeHeaders(b)
+		hs, err := DecodeHeaders(b)
 		if err != nil {
 			return
 		}
-		if again, err := decodeHeaders(encodeHeaders(hs)); err != nil || !reflect.DeepEqual(again, hs) {
+		if again, err := DecodeHeaders(EncodeHeaders(hs)); err != nil || !reflect.DeepEqual(again, hs) {
 			t.Fatalf("re-encoding %#v gives %#v, %v", hs, again, err)
 		}
 	})
 }
 
 func TestScanRange(t *testing.T) {
-	start, stop := scanRange(3, 1000, 2000)
+	start, stop := ScanRange(3, 1000, 2000)
 	in := func(r Ref) bool {
 		k := RowKey(16, r)
 		k[0] = 3 // as if it had salt 3

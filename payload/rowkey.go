@@ -83,9 +83,9 @@ func SplitKeys(salts int) [][]byte {
 	return keys
 }
 
-// scanRange returns the [start, stop) rows of salt s holding
+// ScanRange returns the [start, stop) rows of salt s holding
 // from <= exec_at < to.
-func scanRange(s byte, from, to int64) (start, stop []byte) {
+func ScanRange(s byte, from, to int64) (start, stop []byte) {
 	start = make([]byte, RowKeyLen)
 	stop = make([]byte, RowKeyLen)
 	start[0], stop[0] = s, s

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/dispatcher"
+	"github.com/delayq/delayq/kafka/scantask"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -74,7 +74,7 @@ func BenchmarkScan(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			task := dispatcher.ScanTask{Zset: "z", Until: time.Now().UnixMilli()}
+			task := scantask.Task{Zset: "z", Until: time.Now().UnixMilli()}
 			b.ReportAllocs()
 			for b.Loop() {
 				ix.set("z", all)
@@ -127,7 +127,7 @@ func BenchmarkWork(b *testing.B) {
 					key := fmt.Sprintf("z%d", z)
 					ix.set(key, all[z])
 					p.start(int64(z))
-					q <- job{task: dispatcher.ScanTask{Zset: key, Until: until}, offset: int64(z)}
+					q <- job{task: scantask.Task{Zset: key, Until: until}, offset: int64(z)}
 				}
 				close(q)
 				s.work(ctx, ctx, p, q)

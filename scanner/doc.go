@@ -2,7 +2,7 @@
 // delay-scan topic and delivers the tasks they point at to their business
 // topics.
 //
-// A scan task (dispatcher.ScanTask) names one Redis zset and an upper bound
+// A scan task (scantask.Task) names one Redis zset and an upper bound
 // `until`, which the dispatcher sets one tick ahead of its tick. Scanning it
 // is a loop of steps: read up to BatchSize entries up to until
 // (ZRANGEBYSCORE -inf until LIMIT); of those, take the ones already due
@@ -49,7 +49,7 @@
 //     Removal waits for the task's next read of its zset, its end or a stop,
 //     so a crash (kill -9) delivers again what a running scan task produced
 //     since its last read: at least once, as after any crash.
-//   - Offsets are committed through a sliding window (dqkafka.Window): the
+//   - Offsets are committed through a sliding window (consumer.Window): the
 //     committed offset is the low-water mark of finished scan tasks and never
 //     goes backwards. A task that was not finished (stop, rebalance) is read
 //     again by the next owner; scanning it again is harmless because a scan

@@ -14,9 +14,11 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/deploy/stacktest"
-	"github.com/delayq/delayq/dispatcher"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/scantask"
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -34,7 +36,7 @@ type stack struct {
 	brokers                          []string
 	scanTopic, bizTopic, failedTopic string
 	group                            string
-	store                            *payload.HBase
+	store                            *hbase.Store
 	ix                               *zset.Index
 	w                                *kafka.Writer
 	keys                             []string
@@ -57,7 +59,7 @@ func newStack(ctx context.Context, t *testing.T) *stack {
 	prefix := fmt.Sprintf("scantest:%d", sfx)
 	table := fmt.Sprintf("scantest_%d", sfx)
 
-	if err := dqkafka.EnsureTopics(ctx, brokers, []dqkafka.TopicSpec{
+	if err := topics.Ensure(ctx, brokers, []topics.Spec{
 		{Name: st.scanTopic, Partitions: itPartitions, ReplicationFactor: 1},
 		{Name: st.bizTopic, Partitions: 1, ReplicationFactor: 1},
 		{Name: st.failedTopic, Partitions: 1, ReplicationFactor: 1},
@@ -66,11 +68,11 @@ func newStack(ctx context.Context, t *testing.T) *stack {
 	}
 	t.Cleanup(func() { deleteTopics(brokers, st.scanTopic, st.bizTopic, st.failedTopic) })
 
-	if err := payload.CreateTable(ctx, zk, table, itSalts); err != nil {
+	if err := hbase.CreateTable(ctx, zk, table, itSalts); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })
-	store, err := payload.NewHBase(payload.HBaseConfig{ZK: zk, Table: table, Salts: itSalts})
+	store, err := hbase.New(hbase.Config{ZK: zk, Table: table, Salts: itSalts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func newStack(ctx context.Context, t *testing.T) *stack {
 	if st.ix, err = zset.New(rdb, zset.Config{Prefix: prefix, Shards: itShards}); err != nil {
 		t.Fatal(err)
 	}
-	st.w = dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: brokers})
+	st.w = producer.New(producer.Config{Brokers: brokers})
 	t.Cleanup(func() { st.w.Close() })
 	return st
 }
@@ -127,7 +129,7 @@ func (st *stack) seed(ctx context.Context, n, cancelled int, extra []payload.Tas
 	var scans []kafka.Message
 	for range 2 {
 		for _, k := range keys {
-			m := dispatcher.ScanTask{Zset: k, Until: st.until}.Message()
+			m := scantask.Task{Zset: k, Until: st.until}.Message()
 			m.Topic = st.scanTopic
 			scans = append(scans, m)
 		}

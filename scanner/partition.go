@@ -10,9 +10,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/dispatcher"
 	"github.com/delayq/delayq/internal/drain"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/consumer"
+	"github.com/delayq/delayq/kafka/scantask"
 )
 
 // partition tracks the offsets of one assigned partition: scan tasks are
@@ -20,14 +20,14 @@ import (
 // window's low-water mark, which never goes backwards.
 type partition struct {
 	id  int
-	win *dqkafka.Window // safe for concurrent use
+	win *consumer.Window // safe for concurrent use
 
 	mu   sync.Mutex
 	done int64 // last offset committed, -1 when none yet
 }
 
 func newPartition(id int) *partition {
-	return &partition{id: id, win: dqkafka.NewWindow(), done: -1}
+	return &partition{id: id, win: consumer.NewWindow(), done: -1}
 }
 
 func (p *partition) start(offset int64)  { p.win.Start(offset) }
@@ -52,7 +52,7 @@ const fetchMaxWait = 500 * time.Millisecond
 
 // job is a scan task and the offset of its message.
 type job struct {
-	task   dispatcher.ScanTask
+	task   scantask.Task
 	offset int64
 }
 
@@ -117,7 +117,7 @@ func (s *Scanner) consume(ctx, gctx context.Context, p *partition, offset int64)
 		}
 		failures = 0
 		p.start(m.Offset)
-		t, err := dispatcher.ParseScanTask(m)
+		t, err := scantask.Parse(m)
 		if err != nil {
 			s.m.scanTasks.WithLabelValues(resultInvalid).Inc()
 			log.Warn("invalid scan task", "offset", m.Offset, "err", err)

@@ -10,9 +10,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/dispatcher"
 	"github.com/delayq/delayq/internal/drain"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/scantask"
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -72,7 +72,7 @@ type scanState struct {
 // whose messages were produced are removed from the index in either case
 // (see remove). Workers step many scan tasks together instead (see work);
 // scan is the sequential form.
-func (s *Scanner) scan(ctx context.Context, t dispatcher.ScanTask) error {
+func (s *Scanner) scan(ctx context.Context, t scantask.Task) error {
 	st := &scanState{more: true}
 	for {
 		start := time.Now()
@@ -107,7 +107,7 @@ func (s *Scanner) scan(ctx context.Context, t dispatcher.ScanTask) error {
 // reports either done (nothing up to t.Until is left; everything settled
 // is removed by then) or, through st.upcoming[0], when the next entry falls
 // due. It returns an error only when ctx ended first.
-func (s *Scanner) prepare(ctx context.Context, t dispatcher.ScanTask, st *scanState) (ready []zset.Entry, done bool, err error) {
+func (s *Scanner) prepare(ctx context.Context, t scantask.Task, st *scanState) (ready []zset.Entry, done bool, err error) {
 	if len(st.upcoming) == 0 {
 		if err := s.flush(ctx, t.Zset, st); err != nil {
 			return nil, false, err
@@ -219,7 +219,7 @@ func (s *Scanner) batch(ctx context.Context, ms []member) (out []member, err err
 			switch {
 			case t.Topic == "":
 				s.redirect(it, "no business topic")
-			case dqkafka.Internal(t.Topic):
+			case topics.Internal(t.Topic):
 				s.redirect(it, "internal topic "+t.Topic)
 			}
 			items = append(items, it)

@@ -16,8 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/dispatcher"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/scantask"
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -224,7 +224,7 @@ func TestScanDeliversDue(t *testing.T) {
 	key := e.add(ts)
 
 	// until = base+2: tasks 0..2 are due, 3 and 4 are not.
-	if err := e.s.scan(context.Background(), dispatcher.ScanTask{Zset: key, Until: base + 2}); err != nil {
+	if err := e.s.scan(context.Background(), scantask.Task{Zset: key, Until: base + 2}); err != nil {
 		t.Fatal(err)
 	}
 	got := e.w.byTopic("orders")
@@ -268,7 +268,7 @@ func TestScanSkipsCancelledAndMissing(t *testing.T) {
 	cancel.Cancel, cancel.Key, cancel.Value, cancel.Headers, cancel.Topic = true, nil, nil, nil, ""
 	key := e.add(append(slices.Clone(ts), cancel), zset.Entry{ID: 42, ExecAt: base})
 
-	if err := e.s.scan(context.Background(), dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()}); err != nil {
+	if err := e.s.scan(context.Background(), scantask.Task{Zset: key, Until: e.now.UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -296,7 +296,7 @@ func TestScanKeepsEntriesWhenWriteFails(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err := e.s.scan(ctx, dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()})
+	err := e.s.scan(ctx, scantask.Task{Zset: key, Until: e.now.UnixMilli()})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("scan error = %v, want deadline exceeded", err)
 	}
@@ -327,7 +327,7 @@ func TestScanRetriesPartialWrite(t *testing.T) {
 	}
 	ts := tasks(3, "orders", e.now.Add(-time.Minute).UnixMilli())
 	key := e.add(ts)
-	if err := e.s.scan(context.Background(), dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()}); err != nil {
+	if err := e.s.scan(context.Background(), scantask.Task{Zset: key, Until: e.now.UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	if len(e.w.calls) != 2 || len(e.w.calls[1]) != 1 {
@@ -348,7 +348,7 @@ func TestScanLoopsOverBatches(t *testing.T) {
 	e := newEnv(t, Config{BatchSize: 10})
 	ts := tasks(35, "orders", e.now.Add(-time.Minute).UnixMilli())
 	key := e.add(ts)
-	if err := e.s.scan(context.Background(), dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()}); err != nil {
+	if err := e.s.scan(context.Background(), scantask.Task{Zset: key, Until: e.now.UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	if len(e.w.calls) != 4 {
@@ -372,7 +372,7 @@ func TestScanLoopsOverBatches(t *testing.T) {
 func TestScanExactBatchMultiple(t *testing.T) {
 	e := newEnv(t, Config{BatchSize: 5})
 	key := e.add(tasks(10, "orders", e.now.Add(-time.Minute).UnixMilli()))
-	if err := e.s.scan(context.Background(), dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()}); err != nil {
+	if err := e.s.scan(context.Background(), scantask.Task{Zset: key, Until: e.now.UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.w.byTopic("orders")); n != 10 {
@@ -432,13 +432,13 @@ func TestScanRoutesRefusedToFailed(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if err := e.s.scan(ctx, dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()}); err != nil {
+			if err := e.s.scan(ctx, scantask.Task{Zset: key, Until: e.now.UnixMilli()}); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(e.w.byTopic("orders")); n != 3 {
 				t.Errorf("delivered %d good tasks, want 3", n)
 			}
-			failed := e.w.byTopic(dqkafka.TopicFailed)
+			failed := e.w.byTopic(topics.Failed)
 			if len(failed) != 1 {
 				t.Fatalf("failed topic got %d messages, want 1", len(failed))
 			}
@@ -491,13 +491,13 @@ func TestScanStripsWhatFailedTopicRefuses(t *testing.T) {
 	big := task("big", "orders", base)
 	big.Value = make([]byte, 1000)
 	key := e.add([]payload.Task{big, task("small", "orders", base+1)})
-	if err := e.s.scan(context.Background(), dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()}); err != nil {
+	if err := e.s.scan(context.Background(), scantask.Task{Zset: key, Until: e.now.UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.w.byTopic("orders"); len(got) != 1 {
 		t.Errorf("delivered %d, want the small one", len(got))
 	}
-	failed := e.w.byTopic(dqkafka.TopicFailed)
+	failed := e.w.byTopic(topics.Failed)
 	if len(failed) != 1 || failed[0].Value != nil {
 		t.Fatalf("failed topic got %v, want one stripped record", failed)
 	}
@@ -513,7 +513,7 @@ func TestScanRetriesRedis(t *testing.T) {
 	e := newEnv(t, Config{})
 	e.ix.failDue, e.ix.failRemove = 2, 2
 	key := e.add(tasks(3, "orders", e.now.Add(-time.Minute).UnixMilli()))
-	if err := e.s.scan(context.Background(), dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()}); err != nil {
+	if err := e.s.scan(context.Background(), scantask.Task{Zset: key, Until: e.now.UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.w.byTopic("orders")); n != 3 || len(e.w.calls) != 1 {
@@ -532,7 +532,7 @@ func TestScanRemovesProducedAfterCancel(t *testing.T) {
 	e.w.after = cancel
 	e.ix.failRemove = 1 // and Redis hiccups right then
 	key := e.add(tasks(4, "orders", e.now.Add(-time.Minute).UnixMilli()))
-	err := e.s.scan(ctx, dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()})
+	err := e.s.scan(ctx, scantask.Task{Zset: key, Until: e.now.UnixMilli()})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("scan error = %v, want canceled", err)
 	}
@@ -555,7 +555,7 @@ func TestScanWriteOutlivesDeadline(t *testing.T) {
 	key := e.add(tasks(3, "orders", e.now.Add(-time.Minute).UnixMilli()))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := e.s.scan(ctx, dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()}); err != nil {
+	if err := e.s.scan(ctx, scantask.Task{Zset: key, Until: e.now.UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	if writeCtxErr != nil {
@@ -628,8 +628,8 @@ func TestWorkCommitsFinishedOnly(t *testing.T) {
 	for off := int64(0); off < 3; off++ {
 		p.start(off)
 	}
-	q <- job{task: dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()}, offset: 0}
-	q <- job{task: dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()}, offset: 1} // duplicate: harmless
+	q <- job{task: scantask.Task{Zset: key, Until: e.now.UnixMilli()}, offset: 0}
+	q <- job{task: scantask.Task{Zset: key, Until: e.now.UnixMilli()}, offset: 1} // duplicate: harmless
 	close(q)
 	ctx := context.Background()
 	e.s.work(ctx, ctx, p, q)
@@ -643,7 +643,7 @@ func TestWorkCommitsFinishedOnly(t *testing.T) {
 	stopped, stop := context.WithCancel(ctx)
 	stop()
 	q = make(chan job, 1)
-	q <- job{task: dispatcher.ScanTask{Zset: key, Until: e.now.UnixMilli()}, offset: 2}
+	q <- job{task: scantask.Task{Zset: key, Until: e.now.UnixMilli()}, offset: 2}
 	close(q)
 	e.s.work(stopped, ctx, p, q)
 	if off, _ := p.pending(); off != 2 {
@@ -695,14 +695,14 @@ func TestWorkDeliversAtExecAt(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.start(off)
-		q <- job{task: dispatcher.ScanTask{Zset: e.ix.Key(entry), Until: until}, offset: off}
+		q <- job{task: scantask.Task{Zset: e.ix.Key(entry), Until: until}, offset: off}
 		off++
 	}
 	if err := other.Add(ctx, now, []zset.Entry{{ID: late.ID, ExecAt: late.ExecAt}}); err != nil {
 		t.Fatal(err)
 	}
 	p.start(off)
-	q <- job{task: dispatcher.ScanTask{Zset: other.Key(zset.Entry{ID: late.ID, ExecAt: now.UnixMilli()}), Until: until}, offset: off}
+	q <- job{task: scantask.Task{Zset: other.Key(zset.Entry{ID: late.ID, ExecAt: now.UnixMilli()}), Until: until}, offset: off}
 	close(q)
 
 	e.s.work(ctx, ctx, p, q)
@@ -748,7 +748,7 @@ func TestWorkStepsZsetsTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.start(int64(i))
-		q <- job{task: dispatcher.ScanTask{Zset: ix.Key(zset.Entry{ID: tk.ID, ExecAt: e.now.UnixMilli()}), Until: e.now.UnixMilli()}, offset: int64(i)}
+		q <- job{task: scantask.Task{Zset: ix.Key(zset.Entry{ID: tk.ID, ExecAt: e.now.UnixMilli()}), Until: e.now.UnixMilli()}, offset: int64(i)}
 		want = append(want, tk.Name)
 	}
 	close(q)
@@ -794,7 +794,7 @@ func TestWorkStopsWhileWaiting(t *testing.T) {
 	p := newPartition(0)
 	p.start(0)
 	q := make(chan job, 1)
-	q <- job{task: dispatcher.ScanTask{Zset: e.ix.Key(entry), Until: tk.ExecAt}, offset: 0}
+	q <- job{task: scantask.Task{Zset: e.ix.Key(entry), Until: tk.ExecAt}, offset: 0}
 	stopCtx, stop := context.WithCancel(ctx)
 	time.AfterFunc(200*time.Millisecond, stop)
 	start := time.Now()

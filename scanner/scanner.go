@@ -11,7 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/consumer"
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -102,10 +103,10 @@ func (c *Config) setDefaults() {
 		c.GroupID = DefaultGroupID
 	}
 	if c.Topic == "" {
-		c.Topic = dqkafka.TopicScan
+		c.Topic = topics.Scan
 	}
 	if c.FailedTopic == "" {
-		c.FailedTopic = dqkafka.TopicFailed
+		c.FailedTopic = topics.Failed
 	}
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
@@ -184,7 +185,7 @@ type Store interface {
 }
 
 // Writer produces messages to the topics they name (per-message Topic),
-// synchronously, with RequireAll (dqkafka.NewWriter).
+// synchronously, with RequireAll (producer.New).
 type Writer interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
 }
@@ -233,9 +234,9 @@ func (s *Scanner) Run(ctx context.Context) error {
 		Brokers:           s.cfg.Brokers,
 		Topics:            []string{s.cfg.Topic},
 		StartOffset:       kafka.FirstOffset,
-		HeartbeatInterval: dqkafka.GroupHeartbeatInterval,
-		SessionTimeout:    dqkafka.GroupSessionTimeout,
-		JoinGroupBackoff:  dqkafka.GroupJoinBackoff,
+		HeartbeatInterval: consumer.HeartbeatInterval,
+		SessionTimeout:    consumer.SessionTimeout,
+		JoinGroupBackoff:  consumer.JoinBackoff,
 		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
 			s.log.Warn("consumer group", "detail", fmt.Sprintf(format, args...))
 		}),

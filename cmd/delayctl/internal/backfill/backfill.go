@@ -9,7 +9,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
 
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -25,7 +25,7 @@ const (
 var ErrConfig = errors.New("backfill: invalid config")
 
 // Store scans stored tasks by due time: rows with from <= ExecAt < to in
-// (ExecAt, ID) order (payload.HBase, payload.Memory).
+// (ExecAt, ID) order (hbase.Store, payload.Memory).
 type Store interface {
 	Scan(ctx context.Context, from, to int64, fn func(payload.Task) error) error
 }
@@ -193,7 +193,7 @@ func (r *run) keep(t payload.Task) bool {
 		r.stats.Cancelled++
 	case r.cfg.Topic != "" && t.Topic != r.cfg.Topic:
 		r.stats.OtherTopic++
-	case t.Topic == "" || dqkafka.Internal(t.Topic):
+	case t.Topic == "" || topics.Internal(t.Topic):
 		r.stats.Invalid++
 	default:
 		return true

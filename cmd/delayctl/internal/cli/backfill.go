@@ -10,8 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/delayq/delayq/cmd/delayctl/internal/backfill"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/hbase"
 )
 
 func newBackfill(sys *IO, g *globals) *cobra.Command {
@@ -56,7 +57,7 @@ back a backfill reaches.`,
 			default:
 				return usagef("--progress: %q is not auto, bar, lines or none", progressMode)
 			}
-			if oldest := sys.Now().Add(-payload.DefaultRetention).UnixMilli(); from.ms() < oldest {
+			if oldest := sys.Now().Add(-hbase.DefaultRetention).UnixMilli(); from.ms() < oldest {
 				fmt.Fprintf(sys.Stderr, "note: rows due before %s have expired if the table keeps the default retention (7 days)\n",
 					payload.FormatTime(oldest))
 			}
@@ -76,7 +77,7 @@ back a backfill reaches.`,
 				if err := g.checkKafka(ctx); err != nil {
 					return err
 				}
-				kw := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: g.brokers, BatchSize: batch})
+				kw := producer.New(producer.Config{Brokers: g.brokers, BatchSize: batch})
 				defer kw.Close()
 				w = kw
 			}

@@ -12,6 +12,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -112,11 +113,11 @@ func (g *globals) openIndex(ctx context.Context) (*zset.Index, *redis.Client, er
 // openStore returns the HBase store once its ZooKeeper answers and a read
 // from the table succeeds within --timeout (the first read also finds the
 // regions); close it when done.
-func (g *globals) openStore(ctx context.Context) (*payload.HBase, error) {
+func (g *globals) openStore(ctx context.Context) (*hbase.Store, error) {
 	if err := g.checkZK(ctx); err != nil {
 		return nil, err
 	}
-	store, err := payload.NewHBase(payload.HBaseConfig{ZK: g.zk, Table: g.table, Salts: g.salts})
+	store, err := hbase.New(hbase.Config{ZK: g.zk, Table: g.table, Salts: g.salts})
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	dqkafka "github.com/delayq/delayq/kafka"
-	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/payload/hbase"
 )
 
 // setupTimeout bounds creating the topics and the table; HBase may still
@@ -44,17 +44,17 @@ harmless; existing topics keep their partition count.`,
 			}
 			ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 			defer cancel()
-			specs := dqkafka.DefaultTopics(partitions)
+			specs := topics.Defaults(partitions)
 			names := make([]string, len(specs))
 			for i := range specs {
 				specs[i].ReplicationFactor = replication
 				names[i] = specs[i].Name
 			}
-			if err := dqkafka.EnsureTopics(ctx, g.brokers, specs); err != nil {
+			if err := topics.Ensure(ctx, g.brokers, specs); err != nil {
 				return fmt.Errorf("kafka at %s: %w", strings.Join(g.brokers, ","), err)
 			}
 			fmt.Fprintf(io.Stdout, "kafka topics ready: %s\n", strings.Join(names, ", "))
-			if err := payload.CreateTable(ctx, g.zk, g.table, g.salts); err != nil {
+			if err := hbase.CreateTable(ctx, g.zk, g.table, g.salts); err != nil {
 				return g.hbaseError(err)
 			}
 			fmt.Fprintf(io.Stdout, "hbase table ready: %s (%d salts, one region each)\n", g.table, g.salts)

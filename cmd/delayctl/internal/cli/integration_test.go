@@ -20,8 +20,10 @@ import (
 	"github.com/delayq/delayq/cmd/delayctl/internal/backfill"
 	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/ingest"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -110,9 +112,9 @@ func (s *stack) init() {
 	}
 }
 
-func (s *stack) store() *payload.HBase {
+func (s *stack) store() *hbase.Store {
 	s.t.Helper()
-	st, err := payload.NewHBase(payload.HBaseConfig{ZK: s.zk, Table: s.table, Salts: s.salts})
+	st, err := hbase.New(hbase.Config{ZK: s.zk, Table: s.table, Salts: s.salts})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -131,11 +133,11 @@ func (s *stack) index() *zset.Index {
 
 func (s *stack) topics(names ...string) {
 	s.t.Helper()
-	specs := make([]dqkafka.TopicSpec, len(names))
+	specs := make([]topics.Spec, len(names))
 	for i, n := range names {
-		specs[i] = dqkafka.TopicSpec{Name: n, Partitions: 4}
+		specs[i] = topics.Spec{Name: n, Partitions: 4}
 	}
-	if err := dqkafka.EnsureTopics(s.t.Context(), s.brokers, specs); err != nil {
+	if err := topics.Ensure(s.t.Context(), s.brokers, specs); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -287,7 +289,7 @@ func TestTaskCommands(t *testing.T) {
 // and prefix; the returned func stops it.
 func (s *stack) ingest(ctx context.Context, input, slow, failed string) func() {
 	s.t.Helper()
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: s.brokers})
+	w := producer.New(producer.Config{Brokers: s.brokers})
 	in, err := ingest.New(ingest.Config{
 		Brokers: s.brokers, GroupID: "dqtest-ctl-" + s.suffix, Input: input, Slow: slow, Failed: failed,
 	}, s.store(), s.index(), w)

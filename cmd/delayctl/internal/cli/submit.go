@@ -11,7 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/delayq/delayq"
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/topics"
 )
 
 // maxValue bounds a value read from a file or stdin: the 1 MiB payload
@@ -62,8 +62,8 @@ func (c *clientFlags) register(cmd *cobra.Command, node bool) {
 		fs.Var(&c.node, "node",
 			"snowflake node id 0..1023 for generated ids; unique per running process (default: process id mod 1024)")
 	}
-	fs.StringVar(&c.input, "input-topic", dqkafka.TopicInput, "input topic")
-	fs.StringVar(&c.slow, "slow-topic", dqkafka.TopicInputSlow, "input topic of tasks due more than an hour ahead")
+	fs.StringVar(&c.input, "input-topic", topics.Input, "input topic")
+	fs.StringVar(&c.slow, "slow-topic", topics.Slow, "input topic of tasks due more than an hour ahead")
 	_ = fs.MarkHidden("input-topic")
 	_ = fs.MarkHidden("slow-topic")
 }

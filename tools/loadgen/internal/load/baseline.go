@@ -9,7 +9,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/consumer"
+	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/topics"
 )
 
 // Copier batching: what ingest does with delay-input (batches of up to
@@ -49,19 +51,19 @@ func (o *outTopic) span() (int64, int64) {
 // created.
 func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) {
 	in, out, drain := cfg.Topic+"-bin", cfg.Topic+"-bout", cfg.Topic+"-bdrain"
-	topics := []string{in, out, drain}
-	specs := make([]dqkafka.TopicSpec, len(topics))
-	for i, t := range topics {
-		specs[i] = dqkafka.TopicSpec{Name: t, Partitions: cfg.Partitions}
+	names := []string{in, out, drain}
+	specs := make([]topics.Spec, len(names))
+	for i, t := range names {
+		specs[i] = topics.Spec{Name: t, Partitions: cfg.Partitions}
 	}
-	if err := dqkafka.EnsureTopics(ctx, cfg.Brokers, specs); err != nil {
-		return nil, topics, err
+	if err := topics.Ensure(ctx, cfg.Brokers, specs); err != nil {
+		return nil, names, err
 	}
 	bl := &Baseline{}
 	start := time.Now()
 	src, err := newTaskSource(cfg, start, NewTally(cfg.Tasks))
 	if err != nil {
-		return nil, topics, err
+		return nil, names, err
 	}
 
 	// Streaming copy: the copier runs while the input is produced.
@@ -72,15 +74,15 @@ func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) 
 	copyErr := make(chan error, 1)
 	go func() { copyErr <- copyTopic(cctx, cfg.Brokers, cfg.Run+"-copy", in, out) }()
 
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: cfg.Brokers})
+	w := producer.New(producer.Config{Brokers: cfg.Brokers})
 	defer w.Close()
 	// A warm-up message proves the copier has joined its group.
 	warm := kafka.Message{Topic: in, Key: []byte("warmup"), Value: []byte("warmup"), Time: time.Now()}
 	if err := w.WriteMessages(ctx, warm); err != nil {
-		return nil, topics, err
+		return nil, names, err
 	}
 	if err := waitCount(ctx, &outs.n, 1, time.Minute, copyErr); err != nil {
-		return nil, topics, fmt.Errorf("copier warm-up: %w", err)
+		return nil, names, fmt.Errorf("copier warm-up: %w", err)
 	}
 
 	var sent atomic.Int64
@@ -92,13 +94,13 @@ func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) 
 	}, &sent)
 	if err != nil {
 		stopProgress()
-		return nil, topics, err
+		return nil, names, err
 	}
 	bl.ProduceRate = float64(cfg.Tasks) / pEnd.Sub(pStart).Seconds()
 	err = waitCount(ctx, &outs.n, int64(cfg.Tasks)+1, cfg.AcceptTimeout, copyErr)
 	stopProgress()
 	if err != nil {
-		return nil, topics, fmt.Errorf("streaming copy: %w", err)
+		return nil, names, fmt.Errorf("streaming copy: %w", err)
 	}
 	_, last := outs.span()
 	bl.Copied = cfg.Tasks
@@ -122,7 +124,7 @@ func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) 
 	err = waitCount(ctx, &drained.n, int64(cfg.Tasks)+1, cfg.AcceptTimeout, drainErr)
 	stopProgress()
 	if err != nil {
-		return nil, topics, fmt.Errorf("backlog copy: %w", err)
+		return nil, names, fmt.Errorf("backlog copy: %w", err)
 	}
 	first, last := drained.span()
 	bl.Drained = cfg.Tasks + 1
@@ -132,7 +134,7 @@ func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) 
 	waitDrain()
 	<-drainErr
 	fmt.Fprintf(cfg.Progress, "baseline: produce %.0f/s, copy %.0f/s, backlog copy %.0f/s\n", bl.ProduceRate, bl.CopyRate, bl.DrainRate)
-	return bl, topics, nil
+	return bl, names, nil
 }
 
 // waitCount waits until n reaches want, the copier fails or timeout passes.
@@ -162,11 +164,11 @@ func copyTopic(ctx context.Context, brokers []string, group, from, to string) er
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers: brokers, GroupID: group, Topic: from, StartOffset: kafka.FirstOffset,
 		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond, QueueCapacity: copyBatch,
-		HeartbeatInterval: dqkafka.GroupHeartbeatInterval, SessionTimeout: dqkafka.GroupSessionTimeout,
-		JoinGroupBackoff: dqkafka.GroupJoinBackoff,
+		HeartbeatInterval: consumer.HeartbeatInterval, SessionTimeout: consumer.SessionTimeout,
+		JoinGroupBackoff: consumer.JoinBackoff,
 	})
 	defer r.Close()
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: brokers})
+	w := producer.New(producer.Config{Brokers: brokers})
 	defer w.Close()
 	batch := make([]kafka.Message, 0, copyBatch)
 	for {

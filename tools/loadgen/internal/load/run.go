@@ -11,7 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	dqkafka "github.com/delayq/delayq/kafka"
+	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/topics"
 )
 
 // pollEvery is how often the run samples delayd's counters while it waits.
@@ -77,7 +78,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // runDelayq submits the tasks, waits until delayd accepted them all, takes
 // the Redis figures, then (unless NoDeliver) waits for the deliveries.
 func runDelayq(ctx context.Context, cfg *Config, rdb *redis.Client) (*Delayq, error) {
-	if err := dqkafka.EnsureTopics(ctx, cfg.Brokers, []dqkafka.TopicSpec{{Name: cfg.Topic, Partitions: cfg.Partitions}}); err != nil {
+	if err := topics.Ensure(ctx, cfg.Brokers, []topics.Spec{{Name: cfg.Topic, Partitions: cfg.Partitions}}); err != nil {
 		return nil, err
 	}
 	d := &Delayq{Burst: cfg.Burst}
@@ -111,9 +112,9 @@ func runDelayq(ctx context.Context, cfg *Config, rdb *redis.Client) (*Delayq, er
 	})
 	defer stopProgress()
 
-	w := dqkafka.NewWriter(dqkafka.WriterConfig{Brokers: cfg.Brokers})
+	w := producer.New(producer.Config{Brokers: cfg.Brokers})
 	pStart, pEnd, err := produce(ctx, w, cfg.Tasks, cfg.Rate, cfg.Producers, func(seq int, now time.Time) kafka.Message {
-		return src.task(dqkafka.TopicInput, seq, now)
+		return src.task(topics.Input, seq, now)
 	}, &sent)
 	w.Close()
 	if err != nil {

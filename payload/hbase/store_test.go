@@ -1,4 +1,4 @@
-package payload_test
+package hbase_test
 
 import (
 	"bytes"
@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delayq/delayq/deploy/stacktest"
-	"github.com/delayq/delayq/payload"
-	"github.com/delayq/delayq/payload/payloadtest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tsuna/gohbase"
 	"github.com/tsuna/gohbase/hrpc"
 	"github.com/tsuna/gohbase/pb"
+
+	"github.com/delayq/delayq/deploy/stacktest"
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/hbase"
+	"github.com/delayq/delayq/payload/payloadtest"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -28,7 +30,7 @@ func testTable(t *testing.T, zk string, salts int) string {
 	table := fmt.Sprintf("delayq_test_%d", time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	if err := payload.CreateTable(ctx, zk, table, salts); err != nil {
+	if err := hbase.CreateTable(ctx, zk, table, salts); err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
 	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })
@@ -71,7 +73,7 @@ func TestHBaseStore(t *testing.T) {
 
 	t.Run("conformance", func(t *testing.T) {
 		payloadtest.Run(t, func(t *testing.T) payload.Store {
-			s, err := payload.NewHBase(payload.HBaseConfig{ZK: zk, Table: table, Salts: salts, Registerer: reg})
+			s, err := hbase.New(hbase.Config{ZK: zk, Table: table, Salts: salts, Registerer: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +110,7 @@ func TestHBaseStore(t *testing.T) {
 	})
 
 	t.Run("closed", func(t *testing.T) {
-		s, err := payload.NewHBase(payload.HBaseConfig{ZK: zk, Table: table, Salts: salts})
+		s, err := hbase.New(hbase.Config{ZK: zk, Table: table, Salts: salts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,13 +126,13 @@ func TestHBaseStore(t *testing.T) {
 	t.Run("CreateTable is idempotent", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		if err := payload.CreateTable(ctx, zk, table, salts); err != nil {
+		if err := hbase.CreateTable(ctx, zk, table, salts); err != nil {
 			t.Errorf("CreateTable on an existing table: %v", err)
 		}
 	})
 
 	t.Run("missing table", func(t *testing.T) {
-		s, err := payload.NewHBase(payload.HBaseConfig{ZK: zk, Table: table + "_missing"})
+		s, err := hbase.New(hbase.Config{ZK: zk, Table: table + "_missing"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +257,7 @@ func firstError(res []hrpc.RPCResult) error {
 }
 
 func TestHBaseConfigValidate(t *testing.T) {
-	_, err := payload.NewHBase(payload.HBaseConfig{Salts: 300, Retention: -1, PutBatch: -1, RPCQueueSize: -1})
+	_, err := hbase.New(hbase.Config{Salts: 300, Retention: -1, PutBatch: -1, RPCQueueSize: -1})
 	if err == nil {
 		t.Fatal("NewHBase accepted a bad config")
 	}
@@ -264,7 +266,7 @@ func TestHBaseConfigValidate(t *testing.T) {
 			t.Errorf("error %q does not report %s", err, field)
 		}
 	}
-	if err := payload.CreateTable(t.Context(), "127.0.0.1:1", "x", 0); err == nil {
+	if err := hbase.CreateTable(t.Context(), "127.0.0.1:1", "x", 0); err == nil {
 		t.Error("CreateTable accepted 0 salts")
 	}
 }

@@ -1,4 +1,4 @@
-package kafka
+package consumer
 
 import (
 	"context"
@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/delayq/delayq/deploy/stacktest"
-	kgo "github.com/segmentio/kafka-go"
+	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/topics"
 )
 
 // The foundation's Kafka check on the real broker: create a topic, produce
@@ -22,20 +25,20 @@ func TestRealKafkaProduceGroupCommitResume(t *testing.T) {
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 10)
 	topic, group := "dqtest-kafka-"+suffix, "dqtest-group-"+suffix
 
-	specs := []TopicSpec{{Name: topic, Partitions: 2, ReplicationFactor: 1}}
+	specs := []topics.Spec{{Name: topic, Partitions: 2, ReplicationFactor: 1}}
 	for i := range 2 { // idempotent
-		if err := EnsureTopics(ctx, brokers, specs); err != nil {
-			t.Fatalf("EnsureTopics call %d: %v", i+1, err)
+		if err := topics.Ensure(ctx, brokers, specs); err != nil {
+			t.Fatalf("topics.Ensure call %d: %v", i+1, err)
 		}
 	}
 
-	w := NewWriter(WriterConfig{Brokers: brokers})
+	w := producer.New(producer.Config{Brokers: brokers})
 	defer w.Close()
 	const n = 20
-	msgs := make([]kgo.Message, n)
+	msgs := make([]kafka.Message, n)
 	for i := range msgs {
-		msgs[i] = kgo.Message{Topic: topic, Key: []byte("k" + strconv.Itoa(i)), Value: []byte("v" + strconv.Itoa(i)),
-			Headers: []kgo.Header{{Key: "delay-id", Value: []byte(strconv.Itoa(i))}}}
+		msgs[i] = kafka.Message{Topic: topic, Key: []byte("k" + strconv.Itoa(i)), Value: []byte("v" + strconv.Itoa(i)),
+			Headers: []kafka.Header{{Key: "delay-id", Value: []byte(strconv.Itoa(i))}}}
 	}
 	if err := w.WriteMessages(ctx, msgs[:n-5]...); err != nil {
 		t.Fatal(err)
@@ -53,9 +56,9 @@ func TestRealKafkaProduceGroupCommitResume(t *testing.T) {
 		}
 	}
 
-	read := func(r *kgo.Reader, count int) []kgo.Message {
+	read := func(r *kafka.Reader, count int) []kafka.Message {
 		t.Helper()
-		var out []kgo.Message
+		var out []kafka.Message
 		for len(out) < count {
 			m, err := r.FetchMessage(ctx)
 			if err != nil {
@@ -65,7 +68,7 @@ func TestRealKafkaProduceGroupCommitResume(t *testing.T) {
 		}
 		return out
 	}
-	value := func(ms []kgo.Message) map[string]bool {
+	value := func(ms []kafka.Message) map[string]bool {
 		out := map[string]bool{}
 		for _, m := range ms {
 			out[string(m.Value)] = true
@@ -87,11 +90,11 @@ func TestRealKafkaProduceGroupCommitResume(t *testing.T) {
 		}
 		windows[m.Partition].Start(m.Offset)
 	}
-	var commits []kgo.Message
+	var commits []kafka.Message
 	for _, i := range []int{5, 0, 11, 3, 1, 2, 4, 10, 6, 9, 8, 7} {
 		m := first[i]
 		if c, ok := windows[m.Partition].Done(m.Offset); ok {
-			commits = append(commits, kgo.Message{Topic: topic, Partition: m.Partition, Offset: c - 1})
+			commits = append(commits, kafka.Message{Topic: topic, Partition: m.Partition, Offset: c - 1})
 		}
 	}
 	if err := r1.CommitMessages(ctx, commits...); err != nil {

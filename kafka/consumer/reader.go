@@ -1,4 +1,4 @@
-package kafka
+package consumer
 
 import (
 	"errors"
@@ -6,13 +6,16 @@ import (
 	"log/slog"
 	"time"
 
-	kgo "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/kafka/internal/klog"
+	"github.com/delayq/delayq/kafka/topics"
 )
 
 // ReaderConfig configures NewReader. The zero value means the defaults,
 // except that GroupID and Topics are required.
 type ReaderConfig struct {
-	Brokers []string // default DefaultBroker
+	Brokers []string // default topics.DefaultBroker
 	GroupID string
 	Topics  []string
 	// MinBytes a fetch waits for; default 1, so a fetch answers as soon as
@@ -28,7 +31,7 @@ type ReaderConfig struct {
 	// interval and on Close. Use FetchMessage either way.
 	CommitInterval time.Duration
 	// StartOffset for a group without a committed offset; default
-	// kgo.FirstOffset.
+	// kafka.FirstOffset.
 	StartOffset int64
 	// Logger receives kafka-go's error log; nil discards it.
 	Logger *slog.Logger
@@ -37,32 +40,32 @@ type ReaderConfig struct {
 // Consumer-group timing shared by every group delayq runs. kafka-go's
 // defaults (3 s heartbeats, 30 s session, 5 s join backoff) leave a crashed
 // member's partitions idle for half a minute and make every rebalance slow;
-// these bound a kill -9 outage to about GroupSessionTimeout.
+// these bound a kill -9 outage to about SessionTimeout.
 const (
-	GroupHeartbeatInterval = time.Second
-	GroupSessionTimeout    = 10 * time.Second
-	GroupJoinBackoff       = 500 * time.Millisecond
+	HeartbeatInterval = time.Second
+	SessionTimeout    = 10 * time.Second
+	JoinBackoff       = 500 * time.Millisecond
 )
 
-// ErrReaderConfig is wrapped by NewReader for an unusable config.
-var ErrReaderConfig = errors.New("kafka: reader config")
+// ErrConfig is wrapped by NewReader for an unusable config.
+var ErrConfig = errors.New("kafka: reader config")
 
 // Config returns the kafka-go reader config: a consumer group over Topics.
-func (c ReaderConfig) Config() (kgo.ReaderConfig, error) {
+func (c ReaderConfig) Config() (kafka.ReaderConfig, error) {
 	var errs []error
 	if c.GroupID == "" {
-		errs = append(errs, fmt.Errorf("%w: no group id", ErrReaderConfig))
+		errs = append(errs, fmt.Errorf("%w: no group id", ErrConfig))
 	}
 	if len(c.Topics) == 0 {
-		errs = append(errs, fmt.Errorf("%w: no topics", ErrReaderConfig))
+		errs = append(errs, fmt.Errorf("%w: no topics", ErrConfig))
 	}
 	if c.MinBytes < 0 || c.MaxBytes < 0 || (c.MaxBytes > 0 && c.MinBytes > c.MaxBytes) {
-		errs = append(errs, fmt.Errorf("%w: min bytes %d, max bytes %d", ErrReaderConfig, c.MinBytes, c.MaxBytes))
+		errs = append(errs, fmt.Errorf("%w: min bytes %d, max bytes %d", ErrConfig, c.MinBytes, c.MaxBytes))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return kgo.ReaderConfig{}, err
+		return kafka.ReaderConfig{}, err
 	}
-	rc := kgo.ReaderConfig{
+	rc := kafka.ReaderConfig{
 		Brokers:               c.Brokers,
 		GroupID:               c.GroupID,
 		MinBytes:              c.MinBytes,
@@ -71,12 +74,12 @@ func (c ReaderConfig) Config() (kgo.ReaderConfig, error) {
 		CommitInterval:        c.CommitInterval,
 		StartOffset:           c.StartOffset,
 		WatchPartitionChanges: true,
-		HeartbeatInterval:     GroupHeartbeatInterval,
-		SessionTimeout:        GroupSessionTimeout,
-		JoinGroupBackoff:      GroupJoinBackoff,
+		HeartbeatInterval:     HeartbeatInterval,
+		SessionTimeout:        SessionTimeout,
+		JoinGroupBackoff:      JoinBackoff,
 	}
 	if len(rc.Brokers) == 0 {
-		rc.Brokers = []string{DefaultBroker}
+		rc.Brokers = []string{topics.DefaultBroker}
 	}
 	if len(c.Topics) == 1 {
 		rc.Topic = c.Topics[0]
@@ -93,23 +96,23 @@ func (c ReaderConfig) Config() (kgo.ReaderConfig, error) {
 		rc.MaxWait = 500 * time.Millisecond
 	}
 	if rc.StartOffset == 0 {
-		rc.StartOffset = kgo.FirstOffset
+		rc.StartOffset = kafka.FirstOffset
 	}
 	if c.Logger != nil {
-		rc.ErrorLogger = errorLogger(c.Logger.With("component", "kafka_reader"))
+		rc.ErrorLogger = klog.Errors(c.Logger.With("component", "kafka_reader"))
 	}
 	if err := rc.Validate(); err != nil {
-		return kgo.ReaderConfig{}, fmt.Errorf("%w: %w", ErrReaderConfig, err)
+		return kafka.ReaderConfig{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return rc, nil
 }
 
 // NewReader returns a consumer-group reader built from cfg. Close it when
 // done: Close flushes queued commits and leaves the group.
-func NewReader(cfg ReaderConfig) (*kgo.Reader, error) {
+func NewReader(cfg ReaderConfig) (*kafka.Reader, error) {
 	rc, err := cfg.Config()
 	if err != nil {
 		return nil, err
 	}
-	return kgo.NewReader(rc), nil
+	return kafka.NewReader(rc), nil
 }

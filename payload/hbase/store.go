@@ -1,4 +1,4 @@
-package payload
+package hbase
 
 import (
 	"bytes"
@@ -18,9 +18,11 @@ import (
 	"github.com/tsuna/gohbase/hrpc"
 	"github.com/tsuna/gohbase/pb"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/delayq/delayq/payload"
 )
 
-// HBase defaults.
+// Store defaults.
 const (
 	DefaultZK            = "127.0.0.1:2181"
 	DefaultTable         = "delayq_tasks"
@@ -47,7 +49,7 @@ const (
 	// maxChunkBytes cuts a put chunk early when its payloads add up to this,
 	// well below HBase's hbase.ipc.max.request.size (256 MiB).
 	maxChunkBytes = 8 << 20
-	// maxTTL caps the cell TTL: HBase expires a cell when timestamp + ttl <
+	// maxTTL caps the cell TTL: Store expires a cell when timestamp + ttl <
 	// now, which overflows (and expires the cell at once) for huge TTLs, and
 	// time.Duration itself ends at 292 years.
 	maxTTL = 100 * 365 * 24 * time.Hour
@@ -57,12 +59,12 @@ const (
 	scanRenew = 20 * time.Second
 )
 
-// HBaseConfig configures the HBase store. The zero value means the defaults.
-type HBaseConfig struct {
-	// ZK is the ZooKeeper quorum of the HBase cluster (default
+// Config configures the Store store. The zero value means the defaults.
+type Config struct {
+	// ZK is the ZooKeeper quorum of the Store cluster (default
 	// 127.0.0.1:2181).
 	ZK string
-	// Table is the HBase table (default delayq_tasks), created by
+	// Table is the Store table (default delayq_tasks), created by
 	// CreateTable with the same Salts.
 	Table string
 	// Salts is the number of salt values and pre-split regions, 1..256
@@ -87,7 +89,7 @@ type HBaseConfig struct {
 	Registerer prometheus.Registerer
 }
 
-func (c *HBaseConfig) setDefaults() {
+func (c *Config) setDefaults() {
 	if c.ZK == "" {
 		c.ZK = DefaultZK
 	}
@@ -115,10 +117,10 @@ func (c *HBaseConfig) setDefaults() {
 }
 
 // Validate reports every invalid field at once.
-func (c HBaseConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
-	if c.Salts < 1 || c.Salts > MaxSalts {
-		errs = append(errs, fmt.Errorf("payload: Salts %d out of range 1..%d", c.Salts, MaxSalts))
+	if c.Salts < 1 || c.Salts > payload.MaxSalts {
+		errs = append(errs, fmt.Errorf("payload: Salts %d out of range 1..%d", c.Salts, payload.MaxSalts))
 	}
 	if c.Retention < 0 || c.Retention > maxTTL {
 		errs = append(errs, fmt.Errorf("payload: Retention %v out of range 0..%v", c.Retention, maxTTL))
@@ -132,9 +134,9 @@ func (c HBaseConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// HBase is the production Store: one row per task in a salted, pre-split
+// Store is the production Store: one row per task in a salted, pre-split
 // table (see the package doc for the layout). It is safe for concurrent use.
-type HBase struct {
+type Store struct {
 	client    gohbase.Client
 	table     []byte
 	salts     int
@@ -144,11 +146,11 @@ type HBase struct {
 	metrics   *metrics
 }
 
-var _ Store = (*HBase)(nil)
+var _ payload.Store = (*Store)(nil)
 
-// NewHBase returns a store on cfg.Table. It does not connect: gohbase finds
+// New returns a store on cfg.Table. It does not connect: gohbase finds
 // the regions on the first call, so a call's ctx bounds that wait.
-func NewHBase(cfg HBaseConfig) (*HBase, error) {
+func New(cfg Config) (*Store, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -163,7 +165,7 @@ func NewHBase(cfg HBaseConfig) (*HBase, error) {
 		gohbase.RpcQueueSize(cfg.RPCQueueSize),
 		gohbase.Logger(cfg.Logger.With("component", "gohbase")),
 	)
-	return &HBase{
+	return &Store{
 		client:    client,
 		table:     []byte(cfg.Table),
 		salts:     cfg.Salts,
@@ -176,13 +178,13 @@ func NewHBase(cfg HBaseConfig) (*HBase, error) {
 
 // Close closes the connections to HBase. It is idempotent; calls after it
 // fail.
-func (h *HBase) Close() { h.client.Close() }
+func (h *Store) Close() { h.client.Close() }
 
 // Put writes tasks in chunks of PutBatch rows (fewer when their payloads add
 // up to 8 MiB), a few chunks in flight at once. Every cell gets the TTL
 // max(ExecAt − now, 0) + Retention. On error some rows may be written;
 // putting them again is harmless.
-func (h *HBase) Put(ctx context.Context, tasks []Task) (err error) {
+func (h *Store) Put(ctx context.Context, tasks []payload.Task) (err error) {
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -223,7 +225,7 @@ func (h *HBase) Put(ctx context.Context, tasks []Task) (err error) {
 }
 
 // mutation builds the put of one task and returns its payload size.
-func (h *HBase) mutation(ctx context.Context, t *Task, now int64) (*hrpc.Mutate, int, error) {
+func (h *Store) mutation(ctx context.Context, t *payload.Task, now int64) (*hrpc.Mutate, int, error) {
 	if t.ExecAt < 0 {
 		return nil, 0, fmt.Errorf("payload: task %q: negative exec_at %d", t.Name, t.ExecAt)
 	}
@@ -239,16 +241,16 @@ func (h *HBase) mutation(ctx context.Context, t *Task, now int64) (*hrpc.Mutate,
 			cols[colValue] = t.Value
 		}
 		if len(t.Headers) > 0 {
-			cols[colHeader] = encodeHeaders(t.Headers)
+			cols[colHeader] = payload.EncodeHeaders(t.Headers)
 		}
 	}
-	size := RowKeyLen
+	size := payload.RowKeyLen
 	for _, v := range cols {
 		size += len(v)
 	}
 	ttl := h.retention + time.Duration(min(max(t.ExecAt-now, 0), maxTTL.Milliseconds()))*time.Millisecond
 	ttl = min(ttl, maxTTL)
-	put, err := hrpc.NewPut(ctx, h.table, RowKey(h.salts, t.Ref()),
+	put, err := hrpc.NewPut(ctx, h.table, payload.RowKey(h.salts, t.Ref()),
 		map[string]map[string][]byte{family: cols}, hrpc.TTL(ttl))
 	if err != nil {
 		return nil, 0, fmt.Errorf("payload: put %q: %w", t.Name, err)
@@ -258,13 +260,13 @@ func (h *HBase) mutation(ctx context.Context, t *Task, now int64) (*hrpc.Mutate,
 
 // Get reads the rows at refs with SendBatch, PutBatch rows a call, a few
 // calls in flight.
-func (h *HBase) Get(ctx context.Context, refs []Ref) (_ []*Task, err error) {
+func (h *Store) Get(ctx context.Context, refs []payload.Ref) (_ []*payload.Task, err error) {
 	if len(refs) == 0 {
-		return []*Task{}, nil
+		return []*payload.Task{}, nil
 	}
 	defer h.observe("get", time.Now(), &err)
 
-	out := make([]*Task, len(refs))
+	out := make([]*payload.Task, len(refs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(inFlight)
 	for lo := 0; lo < len(refs); lo += h.batch {
@@ -277,10 +279,10 @@ func (h *HBase) Get(ctx context.Context, refs []Ref) (_ []*Task, err error) {
 	return out, nil
 }
 
-func (h *HBase) getChunk(ctx context.Context, refs []Ref, out []*Task) error {
+func (h *Store) getChunk(ctx context.Context, refs []payload.Ref, out []*payload.Task) error {
 	calls := make([]hrpc.Call, len(refs))
 	for i, r := range refs {
-		get, err := hrpc.NewGet(ctx, h.table, RowKey(h.salts, r))
+		get, err := hrpc.NewGet(ctx, h.table, payload.RowKey(h.salts, r))
 		if err != nil {
 			return err
 		}
@@ -309,7 +311,7 @@ func (h *HBase) getChunk(ctx context.Context, refs []Ref, out []*Task) error {
 }
 
 // send runs one SendBatch call and turns its per-call errors into one.
-func (h *HBase) send(ctx context.Context, calls []hrpc.Call) ([]hrpc.RPCResult, error) {
+func (h *Store) send(ctx context.Context, calls []hrpc.Call) ([]hrpc.RPCResult, error) {
 	res, ok := h.client.SendBatch(ctx, calls)
 	if ok {
 		return res, nil
@@ -335,7 +337,7 @@ func (h *HBase) send(ctx context.Context, calls []hrpc.Call) ([]hrpc.RPCResult, 
 
 // Scan calls fn for each row with from <= ExecAt < to, in (ExecAt, ID)
 // order: it scans every salt's range [s|from, s|to) and merges them.
-func (h *HBase) Scan(ctx context.Context, from, to int64, fn func(Task) error) (err error) {
+func (h *Store) Scan(ctx context.Context, from, to int64, fn func(payload.Task) error) (err error) {
 	from = max(from, 0)
 	if to <= from {
 		return nil
@@ -351,7 +353,7 @@ func (h *HBase) Scan(ctx context.Context, from, to int64, fn func(Task) error) (
 		}
 	}()
 	for s := range h.salts {
-		start, stop := scanRange(byte(s), from, to)
+		start, stop := payload.ScanRange(byte(s), from, to)
 		scan, err := hrpc.NewScanRange(ctx, h.table, start, stop, hrpc.RenewInterval(scanRenew))
 		if err != nil {
 			return fmt.Errorf("payload: hbase scan: %w", err)
@@ -409,8 +411,8 @@ func (c *cursor) next() error {
 
 func (c *cursor) key() []byte { return c.row.Cells[0].Row }
 
-func (c *cursor) task() (*Task, error) {
-	ref, err := ParseRowKey(c.key())
+func (c *cursor) task() (*payload.Task, error) {
+	ref, err := payload.ParseRowKey(c.key())
 	if err != nil {
 		return nil, err
 	}
@@ -432,9 +434,9 @@ func (q *cursorHeap) Pop() any {
 	return c
 }
 
-// rowTask turns the cells of one row into a Task.
-func rowTask(ref Ref, cells []*hrpc.Cell) (*Task, error) {
-	t := &Task{ID: ref.ID, ExecAt: ref.ExecAt}
+// rowTask turns the cells of one row into a payload.Task.
+func rowTask(ref payload.Ref, cells []*hrpc.Cell) (*payload.Task, error) {
+	t := &payload.Task{ID: ref.ID, ExecAt: ref.ExecAt}
 	var (
 		hasName    bool
 		cancelName string
@@ -457,7 +459,7 @@ func rowTask(ref Ref, cells []*hrpc.Cell) (*Task, error) {
 		case colValue:
 			t.Value = v
 		case colHeader:
-			hs, err := decodeHeaders(v)
+			hs, err := payload.DecodeHeaders(v)
 			if err != nil {
 				return nil, fmt.Errorf("row %d/%d: headers: %w", ref.ExecAt, ref.ID, err)
 			}
@@ -472,7 +474,7 @@ func rowTask(ref Ref, cells []*hrpc.Cell) (*Task, error) {
 	return t, nil
 }
 
-func (h *HBase) observe(op string, start time.Time, err *error) {
+func (h *Store) observe(op string, start time.Time, err *error) {
 	h.metrics.callSeconds.WithLabelValues("hbase", op).Observe(time.Since(start).Seconds())
 	if *err != nil {
 		h.metrics.errors.WithLabelValues("hbase", op).Inc()
@@ -500,11 +502,11 @@ func (e shortError) Unwrap() error { return e.err }
 
 // CreateTable creates table pre-split into one region per salt, with the one
 // column family (VERSIONS 1). It is idempotent: an existing table is not an
-// error (and is not checked). While HBase is still starting (master
+// error (and is not checked). While Store is still starting (master
 // initializing, PleaseHoldException) it retries with backoff until ctx ends.
 func CreateTable(ctx context.Context, zk, table string, salts int) error {
-	if salts < 1 || salts > MaxSalts {
-		return fmt.Errorf("payload: create table %s: salts %d out of range 1..%d", table, salts, MaxSalts)
+	if salts < 1 || salts > payload.MaxSalts {
+		return fmt.Errorf("payload: create table %s: salts %d out of range 1..%d", table, salts, payload.MaxSalts)
 	}
 	// gohbase's admin client cannot be closed (its Close panics on a nil
 	// channel), so CreateTable dials the master itself and closes that
@@ -517,7 +519,7 @@ func CreateTable(ctx context.Context, zk, table string, salts int) error {
 	families := map[string]map[string]string{family: {"VERSIONS": "1"}}
 	backoff := 100 * time.Millisecond
 	for {
-		ct := hrpc.NewCreateTable(ctx, []byte(table), families, hrpc.SplitKeys(SplitKeys(salts)))
+		ct := hrpc.NewCreateTable(ctx, []byte(table), families, hrpc.SplitKeys(payload.SplitKeys(salts)))
 		err := ac.CreateTable(ct)
 		switch {
 		case err == nil, isTableExists(err):
@@ -573,7 +575,7 @@ func isTableExists(err error) bool {
 	return strings.Contains(err.Error(), "TableExistsException")
 }
 
-// isStarting reports whether err says HBase is still starting up.
+// isStarting reports whether err says Store is still starting up.
 func isStarting(err error) bool {
 	s := err.Error()
 	for _, m := range []string{

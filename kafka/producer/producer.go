@@ -1,19 +1,18 @@
-package kafka
+package producer
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
-	kgo "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/kafka/internal/klog"
+	"github.com/delayq/delayq/kafka/topics"
 )
 
-// DefaultBroker is used when a config names no brokers.
-const DefaultBroker = "127.0.0.1:9092"
-
-// WriterConfig configures NewWriter. The zero value means the defaults.
-type WriterConfig struct {
-	Brokers []string // default DefaultBroker
+// Config configures New. The zero value means the defaults.
+type Config struct {
+	Brokers []string // default topics.DefaultBroker
 	// BatchSize is the number of messages per partition batch; default 1000.
 	BatchSize int
 	// BatchBytes caps the bytes of one batch request; default 1 MiB (the
@@ -28,13 +27,13 @@ type WriterConfig struct {
 	Logger *slog.Logger
 }
 
-// NewWriter returns a writer that acknowledges with all in-sync replicas,
+// New returns a writer that acknowledges with all in-sync replicas,
 // routes messages by a hash of their key, takes the topic from each message
 // and lets the broker auto-create a topic when it allows that. Close it when
 // done.
-func NewWriter(cfg WriterConfig) *kgo.Writer {
+func New(cfg Config) *kafka.Writer {
 	if len(cfg.Brokers) == 0 {
-		cfg.Brokers = []string{DefaultBroker}
+		cfg.Brokers = []string{topics.DefaultBroker}
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1000
@@ -42,10 +41,10 @@ func NewWriter(cfg WriterConfig) *kgo.Writer {
 	if cfg.BatchTimeout <= 0 {
 		cfg.BatchTimeout = 5 * time.Millisecond
 	}
-	w := &kgo.Writer{
-		Addr:                   kgo.TCP(cfg.Brokers...),
-		Balancer:               &kgo.Hash{},
-		RequiredAcks:           kgo.RequireAll,
+	w := &kafka.Writer{
+		Addr:                   kafka.TCP(cfg.Brokers...),
+		Balancer:               &kafka.Hash{},
+		RequiredAcks:           kafka.RequireAll,
 		BatchSize:              cfg.BatchSize,
 		BatchBytes:             cfg.BatchBytes,
 		BatchTimeout:           cfg.BatchTimeout,
@@ -53,14 +52,7 @@ func NewWriter(cfg WriterConfig) *kgo.Writer {
 		AllowAutoTopicCreation: true,
 	}
 	if cfg.Logger != nil {
-		w.ErrorLogger = errorLogger(cfg.Logger.With("component", "kafka_writer"))
+		w.ErrorLogger = klog.Errors(cfg.Logger.With("component", "kafka_writer"))
 	}
 	return w
-}
-
-// errorLogger adapts slog to kafka-go's printf-style logger.
-func errorLogger(l *slog.Logger) kgo.LoggerFunc {
-	return func(format string, args ...any) {
-		l.Error("kafka_client_error", "detail", fmt.Sprintf(format, args...))
-	}
 }

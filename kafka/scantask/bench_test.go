@@ -1,4 +1,4 @@
-package dispatcher
+package scantask
 
 import (
 	"testing"
@@ -6,10 +6,10 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// BenchmarkScanTask is the codec of one scan task: a tick emits one per due
+// BenchmarkTask is the codec of one scan task: a tick emits one per due
 // zset (256 per segment by default) and a scanner parses each.
-func BenchmarkScanTask(b *testing.B) {
-	s := ScanTask{Zset: "delayq:202501311459:217", Until: 1738335600000}
+func BenchmarkTask(b *testing.B) {
+	s := Task{Zset: "delayq:202501311459:217", Until: 1738335600000}
 	b.Run("message", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -20,7 +20,7 @@ func BenchmarkScanTask(b *testing.B) {
 	b.Run("parse", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := ParseScanTask(m); err != nil {
+			if _, err := Parse(m); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -29,7 +29,7 @@ func BenchmarkScanTask(b *testing.B) {
 	b.Run("parse-invalid", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := ParseScanTask(bad); err == nil {
+			if _, err := Parse(bad); err == nil {
 				b.Fatal("accepted")
 			}
 		}

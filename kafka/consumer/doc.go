@@ -1,0 +1,25 @@
+// Package consumer holds the consumer-group side of delayq's Kafka
+// plumbing: the reader preset (NewReader), the group timing every group
+// shares (HeartbeatInterval, SessionTimeout, JoinBackoff), and Window, the
+// sliding-window offset committer.
+//
+// # Readers
+//
+// NewReader builds a consumer-group reader with fetch settings that suit
+// delayq (MinBytes 1, MaxWait 500 ms). Use FetchMessage and commit
+// explicitly: ReadMessage commits synchronously after every message when
+// CommitInterval is 0, which caps a reader at about 1.4k messages/s.
+// Reader.CommitMessages commits exactly the offsets given and, after a
+// rebalance, may land on the next generation and move an offset backwards:
+// delayq's stages commit through kafka-go's Generation API instead.
+//
+// # Window
+//
+// A Window tracks the offsets of one partition that were handed out
+// (Start, in increasing order) and finished (Done, in any order) and
+// reports the low-water mark: the offset after the longest finished prefix,
+// which is the offset to commit. Invariants: the commit offset never goes
+// backwards, never passes an unfinished offset, and gaps in the offsets
+// (compacted records, transaction markers) do not block it. A Window is
+// safe for concurrent use.
+package consumer

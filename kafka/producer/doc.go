@@ -1,0 +1,15 @@
+// Package producer builds the kafka-go Writer every delayq role uses.
+//
+// New returns a Writer that waits for all in-sync replicas (RequireAll;
+// kafka-go's default is no acknowledgement at all), flushes a batch after
+// 5 ms (kafka-go's default of 1 s stalls every synchronous write of a few
+// messages), routes every message by a hash of its key (one key, one
+// partition, as long as the partition count stays) and has no Topic of its
+// own: every message names its topic. One writer serves all topics of a
+// process; it is safe for concurrent use and runs its own goroutines until
+// Close.
+//
+// kafka-go keeps producing a batch after WriteMessages returned ctx.Err():
+// a caller that must know whether its messages went out never cuts a write
+// short with its context (see scanner).
+package producer

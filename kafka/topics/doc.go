@@ -1,0 +1,10 @@
+// Package topics names delayq's own Kafka topics (delay-input,
+// delay-input-slow, delay-scan, delay-failed), applies Kafka's topic-name
+// rule (Legal), tells internal topics apart (Internal: Kafka's `__*` and
+// delayq's own, which no task may name), and creates missing topics
+// (Ensure).
+//
+// Ensure sends one CreateTopics request to the controller and treats
+// "already exists" as success, whatever the existing partition count, so
+// every process can call it at start.
+package topics
