@@ -3,7 +3,8 @@
 // and writes to its business topic at the due time.
 //
 // A Client writes tasks and cancels to delayq's input topics with kafka-go,
-// in the wire format of the delay contract (DESIGN.md "Wire contract"):
+// in the wire format of the delay contract (docs/ARCHITECTURE.md, "Wire
+// contract"):
 //
 //   - delay-topic: the business topic;
 //   - delay-at: the due time in unix milliseconds (the client always sends

@@ -17,8 +17,8 @@ const (
 	RoleScanner    = "scanner"
 )
 
-// Config configures delayd. Zero values mean the defaults of DESIGN.md
-// "Interfaces".
+// Config configures delayd. Zero values mean the defaults of
+// docs/ARCHITECTURE.md, "Interfaces".
 type Config struct {
 	Brokers  []string      // Kafka bootstrap addresses; default 127.0.0.1:9092
 	Redis    string        // Redis address; default 127.0.0.1:6379

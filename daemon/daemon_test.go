@@ -58,7 +58,7 @@ func TestDefaultsMatchInterfaces(t *testing.T) {
 	want := []string{"127.0.0.1:9092", "127.0.0.1:6379", "127.0.0.1:2181", "delayq_tasks", "delayq", "ingest,dispatcher,scanner", "1m0s", "127.0.0.1:9464", "720h0m0s"}
 	for i := range want {
 		if got[i] != want[i] {
-			t.Errorf("default %d = %q, want %q (DESIGN.md Interfaces)", i, got[i], want[i])
+			t.Errorf("default %d = %q, want %q (docs/ARCHITECTURE.md Interfaces)", i, got[i], want[i])
 		}
 	}
 }

@@ -15,4 +15,6 @@
 // The pipeline code is the same whatever the backends are: the embedded mode
 // hands Run an in-memory payload store and in-process Kafka and Redis
 // addresses, nothing else changes.
+//
+// See docs/ARCHITECTURE.md for the whole pipeline and its interfaces.
 package daemon

@@ -45,4 +45,6 @@
 //
 // Run works in the calling goroutine and starts none; it returns when ctx
 // is done.
+//
+// See docs/ARCHITECTURE.md for where the dispatcher sits in the flow.
 package dispatcher

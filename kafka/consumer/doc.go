@@ -8,7 +8,7 @@
 // NewReader builds a consumer-group reader with fetch settings that suit
 // delayq (MinBytes 1, MaxWait 500 ms). Use FetchMessage and commit
 // explicitly: ReadMessage commits synchronously after every message when
-// CommitInterval is 0, which caps a reader at about 1.4k messages/s.
+// CommitInterval is 0, a broker round trip per message.
 // Reader.CommitMessages commits exactly the offsets given and, after a
 // rebalance, may land on the next generation and move an offset backwards:
 // delayq's stages commit through kafka-go's Generation API instead.
@@ -22,4 +22,6 @@
 // backwards, never passes an unfinished offset, and gaps in the offsets
 // (compacted records, transaction markers) do not block it. A Window is
 // safe for concurrent use.
+//
+// See docs/ARCHITECTURE.md, "Dispatch and scan", for where the window sits.
 package consumer

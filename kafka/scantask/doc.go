@@ -6,4 +6,6 @@
 // A scan task is the JSON value {"zset": KEY, "until": UNIX_MS} of a
 // delay-scan message whose Kafka key is the zset key, so one zset is only
 // ever scanned by one partition. Until is inclusive.
+//
+// See docs/ARCHITECTURE.md, "Dispatch and scan".
 package scantask
