@@ -4,29 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
-)
-
-// Headers the ingester adds to a message it writes to the failed topic,
-// beside payload.HeaderError (the reason).
-const (
-	HeaderSourceTopic     = "delay-source-topic"
-	HeaderSourcePartition = "delay-source-partition"
-	HeaderSourceOffset    = "delay-source-offset"
-)
-
-// Operations retried by handle, the values of the op label of
-// delayq_ingest_retries_total.
-const (
-	opPut    = "put"
-	opAdd    = "add"
-	opFailed = "failed"
 )
 
 // outcome counts what a handled batch did, for metrics once it is safe.
@@ -35,11 +19,21 @@ type outcome struct {
 	failed            map[string]int // by reason
 }
 
-// handle stores one batch: decode, Store.Put, Index.Add, failed-topic routing.
-// It returns nil when every message is either stored in both stores or
-// written to the failed topic, so the batch may be committed. An error means
-// the failed topic could not be written (or ctx ended): the batch must not be
-// committed and may be handled again.
+// refusal is why a store refused one task for good.
+type refusal struct {
+	reason string // ReasonStore or ReasonIndex
+	text   string // the delay-error header
+}
+
+// handle stores one batch: decode, Store.Put, Index.Add, failed-topic
+// routing. Each message meets its own fate: one that breaks the contract, or
+// that a store refuses for good, goes to the failed topic alone; the others
+// are stored. An outage of a store or of the failed topic stalls handle,
+// which retries until the dependency answers. It returns nil when every
+// message is stored in both stores or written to the failed topic, so the
+// batch may be committed, and an error only when ctx ended first: the batch
+// must not be committed and may be handled again (every write is
+// idempotent).
 func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.Time) error {
 	out := outcome{failed: map[string]int{}}
 	tasks := make([]payload.Task, 0, len(msgs))
@@ -57,29 +51,23 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 		src = append(src, i)
 	}
 
-	if len(tasks) > 0 {
-		reason, err := in.store(ctx, tasks)
-		switch {
-		case err == nil:
-			for _, t := range tasks {
-				if t.Cancel {
-					out.cancels++
-				} else {
-					out.accepted++
-				}
-			}
-		case ctx.Err() != nil:
-			// Stopping (or out of time): not the store's fault. Leave the batch
-			// uncommitted; it is read again.
-			return fmt.Errorf("ingest: store %d tasks: %w", len(tasks), err)
-		default:
-			in.log.Error("batch not stored, sending it to the failed topic",
-				"tasks", len(tasks), "reason", reason, "err", err)
-			text := reason + ": " + err.Error()
-			for _, i := range src {
-				failed = append(failed, in.failedMessage(msgs[i], text))
-			}
-			out.failed[reason] += len(tasks)
+	refused, err := in.store(ctx, tasks)
+	if err != nil {
+		return fmt.Errorf("ingest: store %d tasks: %w", len(tasks), err)
+	}
+	for i, t := range tasks {
+		if r, ok := refused[i]; ok {
+			m := msgs[src[i]]
+			in.log.Warn("task refused for good, sending it to the failed topic", "topic", m.Topic,
+				"partition", m.Partition, "offset", m.Offset, "id", t.Name, "reason", r.text)
+			failed = append(failed, in.failedMessage(m, r.text))
+			out.failed[r.reason]++
+			continue
+		}
+		if t.Cancel {
+			out.cancels++
+		} else {
+			out.accepted++
 		}
 	}
 
@@ -97,160 +85,71 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 	return nil
 }
 
-// store puts tasks in the Store, then indexes the non-cancel ones. On failure
-// it returns the reason label (ReasonStore or ReasonIndex) with the error.
-func (in *Ingester) store(ctx context.Context, tasks []payload.Task) (string, error) {
-	err := in.retry(ctx, opPut, func(ctx context.Context) error {
-		return in.st.Put(ctx, tasks)
-	})
+// store puts tasks in the Store, then indexes the non-cancel ones that the
+// Store took. It returns the tasks refused for good, by index in tasks, or
+// an error when ctx ended first.
+func (in *Ingester) store(ctx context.Context, tasks []payload.Task) (map[int]refusal, error) {
+	refused := map[int]refusal{}
+	err := in.narrow(ctx, opPut, len(tasks), storeRefused,
+		func(ctx context.Context, lo, hi int) error { return in.st.Put(ctx, tasks[lo:hi]) },
+		func(i int, err error) { refused[i] = refusal{ReasonStore, "store: " + err.Error()} })
 	if err != nil {
-		return ReasonStore, fmt.Errorf("put: %w", err)
+		return nil, fmt.Errorf("put: %w", err)
 	}
 	entries := make([]zset.Entry, 0, len(tasks))
-	for _, t := range tasks {
-		if !t.Cancel {
+	idx := make([]int, 0, len(tasks)) // idx[j] = index in tasks of entries[j]
+	for i, t := range tasks {
+		if _, ok := refused[i]; !ok && !t.Cancel {
 			entries = append(entries, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
+			idx = append(idx, i)
 		}
 	}
-	if len(entries) == 0 {
-		return "", nil
-	}
-	err = in.retry(ctx, opAdd, func(ctx context.Context) error {
-		// A fresh now per attempt: an entry whose segment ended while we
-		// retried must go to a segment that is still scanned.
-		return in.ix.Add(ctx, time.Now(), entries)
-	})
+	err = in.narrow(ctx, opAdd, len(entries), indexRefused,
+		func(ctx context.Context, lo, hi int) error {
+			// A fresh now per attempt: an entry whose segment ended while we
+			// stalled must go to a segment that is still scanned.
+			return in.ix.Add(ctx, time.Now(), entries[lo:hi])
+		},
+		func(j int, err error) { refused[idx[j]] = refusal{ReasonIndex, "index: " + err.Error()} })
 	if err != nil {
-		return ReasonIndex, fmt.Errorf("add: %w", err)
+		return nil, fmt.Errorf("add: %w", err)
 	}
-	return "", nil
+	return refused, nil
 }
 
-// retry calls fn up to Retries times, each call bounded by CallTimeout, with
-// exponential backoff between calls. It returns the last error.
-func (in *Ingester) retry(ctx context.Context, op string, fn func(context.Context) error) error {
-	backoff := in.cfg.Backoff
-	for attempt := 1; ; attempt++ {
-		cctx, cancel := context.WithTimeout(ctx, in.cfg.CallTimeout)
-		err := fn(cctx)
-		cancel()
-		if err == nil {
+// storeRefused and indexRefused classify the errors no retry can cure (see
+// Store and Index); every other error is an outage.
+func storeRefused(err error) bool { return errors.Is(err, payload.ErrContract) }
+func indexRefused(err error) bool { return errors.Is(err, zset.ErrBadEntry) }
+
+// narrow calls fn on the items [0, n) through the stage, which retries an
+// outage until it ends. A call that fails for good (permanent) is narrowed
+// down by halves to the items that cause it, and each of those is passed to
+// refuse: one bad item costs its neighbours about 2·log2(n) extra calls,
+// never their fate. It returns an error only when ctx ended first.
+func (in *Ingester) narrow(ctx context.Context, op string, n int, permanent func(error) bool,
+	fn func(ctx context.Context, lo, hi int) error, refuse func(i int, err error)) error {
+	p := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout, Permanent: permanent}
+	var split func(lo, hi int) error
+	split = func(lo, hi int) error {
+		if lo >= hi {
 			return nil
 		}
-		if attempt >= in.cfg.Retries || ctx.Err() != nil {
-			return fmt.Errorf("%d attempts: %w", attempt, err)
+		err := in.stage.Do(ctx, op, p, func(ctx context.Context) error { return fn(ctx, lo, hi) })
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil || !permanent(err):
+			return err
+		case hi-lo == 1:
+			refuse(lo, err)
+			return nil
 		}
-		in.m.retries.WithLabelValues(op).Inc()
-		in.log.Warn("call failed, retrying", "op", op, "attempt", attempt, "backoff", backoff, "err", err)
-		if sleep(ctx, backoff) != nil {
-			return fmt.Errorf("%d attempts, then %w: %w", attempt, context.Cause(ctx), err)
-		}
-		backoff = min(2*backoff, in.cfg.MaxBackoff)
-	}
-}
-
-// writeFailed writes msgs to the failed topic, retrying only the messages
-// that failed. A message too large for the writer or the broker is written
-// again without its value (and then without its key and original headers),
-// so an oversized input can never stall its partition.
-func (in *Ingester) writeFailed(ctx context.Context, msgs []kafka.Message) error {
-	pending := msgs
-	return in.retry(ctx, opFailed, func(ctx context.Context) error {
-		// Each message shrinks at most twice; then give up on this attempt.
-		for range 2*len(msgs) + 1 {
-			err := in.w.WriteMessages(ctx, pending...)
-			if err == nil {
-				return nil
-			}
-			var tooLarge kafka.MessageTooLargeError
-			if errors.As(err, &tooLarge) {
-				// The writer refused one message before sending anything.
-				pending = append(tooLarge.Remaining, shrink(tooLarge.Message))
-				continue
-			}
-			var werrs kafka.WriteErrors
-			if !errors.As(err, &werrs) || len(werrs) != len(pending) {
-				return err
-			}
-			var next []kafka.Message
-			for i, werr := range werrs {
-				switch {
-				case werr == nil:
-				case errors.Is(werr, kafka.MessageSizeTooLarge):
-					next = append(next, shrink(pending[i]))
-				default:
-					next = append(next, pending[i])
-				}
-			}
-			pending = next
-			if len(pending) == 0 {
-				return nil
-			}
+		mid := lo + (hi-lo)/2
+		if err := split(lo, mid); err != nil {
 			return err
 		}
-		return errors.New("messages still too large after dropping their contents")
-	})
-}
-
-// failedMessage is m as written to the failed topic: original key, value and
-// headers (minus stale failure headers), the reason and the source position.
-func (in *Ingester) failedMessage(m kafka.Message, reason string) kafka.Message {
-	headers := make([]kafka.Header, 0, len(m.Headers)+4)
-	for _, h := range m.Headers {
-		if !failureHeader(h.Key) {
-			headers = append(headers, h)
-		}
+		return split(mid, hi)
 	}
-	headers = append(headers,
-		kafka.Header{Key: payload.HeaderError, Value: []byte(reason)},
-		kafka.Header{Key: HeaderSourceTopic, Value: []byte(m.Topic)},
-		kafka.Header{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(m.Partition))},
-		kafka.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(m.Offset, 10))},
-	)
-	// Keep the input's timestamp; kafka-go would send 0 for a zero Time,
-	// which time-based retention deletes at once.
-	at := m.Time
-	if at.IsZero() {
-		at = time.Now()
-	}
-	return kafka.Message{Topic: in.cfg.Failed, Key: m.Key, Value: m.Value, Headers: headers, Time: at}
-}
-
-func failureHeader(key string) bool {
-	switch key {
-	case payload.HeaderError, HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset:
-		return true
-	}
-	return false
-}
-
-// shrink drops a failed message's value, or when it has none any more its key
-// and pass-through headers, noting what was dropped in delay-error.
-func shrink(m kafka.Message) kafka.Message {
-	var kept []kafka.Header
-	var reason string
-	for _, h := range m.Headers {
-		if failureHeader(h.Key) {
-			if h.Key == payload.HeaderError {
-				reason = string(h.Value)
-			}
-			continue
-		}
-		kept = append(kept, h)
-	}
-	var pos []kafka.Header
-	for _, h := range m.Headers {
-		if failureHeader(h.Key) && h.Key != payload.HeaderError {
-			pos = append(pos, h)
-		}
-	}
-	if len(m.Value) > 0 {
-		reason += fmt.Sprintf(" (value of %d bytes dropped: too large for the failed topic)", len(m.Value))
-		m.Value = nil
-	} else {
-		reason += fmt.Sprintf(" (key of %d bytes and %d headers dropped: too large for the failed topic)", len(m.Key), len(kept))
-		m.Key, kept = nil, nil
-	}
-	m.Headers = append(append(kept, kafka.Header{Key: payload.HeaderError, Value: []byte(reason)}), pos...)
-	return m
+	return split(0, n)
 }

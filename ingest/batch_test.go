@@ -1,24 +1,34 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/retry"
+	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/zset"
 )
 
 var testNow = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// msg is an input message at partition/offset with header pairs.
+// msg is an input message at partition/offset with header pairs, its
+// record timestamp testNow.
 func msg(partition int, offset int64, kv ...string) kafka.Message {
 	m := kafka.Message{
 		Topic:     "delay-input",
@@ -26,6 +36,7 @@ func msg(partition int, offset int64, kv ...string) kafka.Message {
 		Offset:    offset,
 		Key:       []byte("k" + strconv.FormatInt(offset, 10)),
 		Value:     []byte("v" + strconv.FormatInt(offset, 10)),
+		Time:      testNow,
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
 		m.Headers = append(m.Headers, kafka.Header{Key: kv[i], Value: []byte(kv[i+1])})
@@ -68,9 +79,6 @@ func newFixture(t *testing.T, edit func(*Config)) *fixture {
 	f := &fixture{ev: ev, store: &fakeStore{ev: ev}, ix: &fakeIndex{ev: ev}, w: &fakeWriter{ev: ev}}
 	cfg := Config{
 		Brokers:    []string{"127.0.0.1:1"},
-		Retries:    3,
-		Backoff:    time.Millisecond,
-		MaxBackoff: 4 * time.Millisecond,
 		Registerer: prometheus.NewRegistry(),
 	}
 	if edit != nil {
@@ -80,6 +88,9 @@ func newFixture(t *testing.T, edit func(*Config)) *fixture {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	// Quick retries for the tests on the real clock; under synctest the
+	// defaults cost nothing.
+	in.backoff = retry.Backoff{Base: time.Millisecond, Max: 4 * time.Millisecond}
 	f.in = in
 	return f
 }
@@ -115,8 +126,9 @@ func TestHandle(t *testing.T) {
 		writer    script
 		writeFail func(kafka.Message, int) error
 		limit     int
+		refusePut func(payload.Task) bool
+		refuseAdd func(zset.Entry) bool
 
-		wantErr      bool
 		wantPuts     int // Put calls
 		wantStored   int // tasks stored
 		wantAdds     int // Add calls
@@ -146,39 +158,65 @@ func TestHandle(t *testing.T) {
 			wantPuts: 1, wantStored: 2, wantCancels: 2,
 		},
 		{
-			name: "store error then success is retried", msgs: mix, store: script{errs: []error{errBoom, errBoom}},
+			name: "store errors are retried", msgs: mix, store: script{errs: []error{errBoom, errBoom}},
 			wantPuts: 3, wantStored: 4, wantAdds: 1, wantIndexed: 3,
 			wantFailed:   []failedWant{{4, "delay-topic"}},
 			wantAccepted: 3, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1},
 		},
 		{
-			name: "store error exhausted goes to failed", msgs: mix, store: script{forever: errBoom},
-			wantPuts:    3,
-			wantFailed:  []failedWant{{0, "store: put: 3 attempts: boom"}, {1, "store"}, {2, "store"}, {3, "store"}, {4, "delay-topic"}},
-			wantReasons: map[string]float64{ReasonContract: 1, ReasonStore: 4},
+			// Issue 10: five failures used to send the batch to delay-failed.
+			name: "store outage of a minute stalls, then stores", msgs: mix, store: script{outage: time.Minute},
+			wantStored: 4, wantAdds: 1, wantIndexed: 3,
+			wantFailed:   []failedWant{{4, "delay-topic"}},
+			wantAccepted: 3, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1},
 		},
 		{
-			name: "index error then success is retried", msgs: mix, index: script{errs: []error{errBoom}},
+			name: "index errors are retried", msgs: mix, index: script{errs: []error{errBoom}},
 			wantPuts: 1, wantStored: 4, wantAdds: 2, wantIndexed: 3,
 			wantFailed:   []failedWant{{4, "delay-topic"}},
 			wantAccepted: 3, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1},
 		},
 		{
-			name: "index error exhausted goes to failed", msgs: mix, index: script{forever: errBoom},
-			wantPuts: 1, wantStored: 4, wantAdds: 3,
-			wantFailed:  []failedWant{{0, "index: add: 3 attempts: boom"}, {1, "index"}, {2, "index"}, {3, "index"}, {4, "delay-topic"}},
-			wantReasons: map[string]float64{ReasonContract: 1, ReasonIndex: 4},
+			name: "index outage of a minute stalls, then indexes", msgs: mix, index: script{outage: time.Minute},
+			wantPuts: 1, wantStored: 4, wantIndexed: 3,
+			wantFailed:   []failedWant{{4, "delay-topic"}},
+			wantAccepted: 3, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1},
 		},
 		{
-			name: "failed write error then success is retried", msgs: mix, writer: script{errs: []error{errBoom}},
+			name: "failed write errors are retried", msgs: mix, writer: script{errs: []error{errBoom}},
 			wantPuts: 1, wantStored: 4, wantAdds: 1, wantIndexed: 3,
 			wantFailed:   []failedWant{{4, "delay-topic"}},
 			wantAccepted: 3, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1},
 		},
 		{
-			name: "failed write exhausted is an error and counts nothing", msgs: mix, writer: script{forever: errBoom},
-			wantErr:  true,
+			name: "failed topic outage of a minute stalls, then writes", msgs: mix, writer: script{outage: time.Minute},
 			wantPuts: 1, wantStored: 4, wantAdds: 1, wantIndexed: 3,
+			wantFailed:   []failedWant{{4, "delay-topic"}},
+			wantAccepted: 3, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1},
+		},
+		{
+			// Issue 11: one refused task used to take its batch with it.
+			name: "store refusing one task fails it alone", msgs: mix,
+			refusePut: func(t payload.Task) bool { return t.ExecAt == testNow.Add(time.Minute+time.Second).UnixMilli() }, // valid(1)
+			// [0 1 2 3] refused, [0 1] refused, [0] ok, [1] refused, [2 3] ok
+			wantPuts: 5, wantStored: 3, wantAdds: 1, wantIndexed: 2,
+			wantFailed:   []failedWant{{1, "store: put 1 tasks: payload: contract violation: row of"}, {4, "delay-topic"}},
+			wantAccepted: 2, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1, ReasonStore: 1},
+		},
+		{
+			name: "index refusing one entry fails it alone", msgs: mix,
+			refuseAdd: func(e zset.Entry) bool { return e.ExecAt == testNow.Add(time.Minute).UnixMilli() }, // valid(0)
+			// [0 1 2] refused, [0] refused, [1 2] ok
+			wantPuts: 1, wantStored: 4, wantAdds: 3, wantIndexed: 2,
+			wantFailed:   []failedWant{{0, "index: zset: bad entry: id"}, {4, "delay-topic"}},
+			wantAccepted: 2, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1, ReasonIndex: 1},
+		},
+		{
+			name: "store refusing a cancel fails it alone", msgs: mix,
+			refusePut: func(t payload.Task) bool { return t.Cancel },
+			wantPuts:  5, wantStored: 3, wantAdds: 1, wantIndexed: 3,
+			wantFailed:   []failedWant{{3, "store: "}, {4, "delay-topic"}},
+			wantAccepted: 3, wantReasons: map[string]float64{ReasonContract: 1, ReasonStore: 1},
 		},
 		{
 			name: "partial write errors retry only the failed messages",
@@ -206,53 +244,210 @@ func TestHandle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, nil)
-			f.store.script, f.ix.script, f.w.script = tt.store, tt.index, tt.writer
-			f.w.fail, f.w.limit = tt.writeFail, tt.limit
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t, nil)
+				f.in.backoff = retry.Backoff{} // the defaults, on the virtual clock
+				f.store.script, f.ix.script, f.w.script = tt.store, tt.index, tt.writer
+				f.store.refuse, f.ix.refuse = tt.refusePut, tt.refuseAdd
+				f.w.fail, f.w.limit = tt.writeFail, tt.limit
 
-			err := f.in.handle(t.Context(), tt.msgs, testNow)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("handle error = %v, want error %v", err, tt.wantErr)
-			}
-
-			puts, stored := f.store.snapshot()
-			if puts != tt.wantPuts || len(stored) != tt.wantStored {
-				t.Errorf("Put calls, tasks = %d, %d; want %d, %d", puts, len(stored), tt.wantPuts, tt.wantStored)
-			}
-			adds, entries := f.ix.snapshot()
-			if adds != tt.wantAdds || len(entries) != tt.wantIndexed {
-				t.Errorf("Add calls, entries = %d, %d; want %d, %d", adds, len(entries), tt.wantAdds, tt.wantIndexed)
-			}
-			for _, e := range entries {
-				i := slices.IndexFunc(stored, func(t payload.Task) bool { return t.ID == e.ID })
-				if i < 0 || stored[i].Cancel || stored[i].ExecAt != e.ExecAt {
-					t.Errorf("indexed %+v does not match a stored task", e)
+				start := time.Now()
+				if err := f.in.handle(t.Context(), tt.msgs, testNow); err != nil {
+					t.Fatalf("handle: %v", err)
 				}
-			}
+				if outage := max(tt.store.outage, tt.index.outage, tt.writer.outage); time.Since(start) < outage {
+					t.Errorf("handle returned after %v, within the %v outage", time.Since(start), outage)
+				}
 
-			_, written := f.w.snapshot()
-			if !tt.wantErr {
+				puts, stored := f.store.snapshot()
+				if tt.wantPuts > 0 && puts != tt.wantPuts || len(stored) != tt.wantStored {
+					t.Errorf("Put calls, tasks = %d, %d; want %d, %d", puts, len(stored), tt.wantPuts, tt.wantStored)
+				}
+				adds, entries := f.ix.snapshot()
+				if tt.wantAdds > 0 && adds != tt.wantAdds || len(entries) != tt.wantIndexed {
+					t.Errorf("Add calls, entries = %d, %d; want %d, %d", adds, len(entries), tt.wantAdds, tt.wantIndexed)
+				}
+				for _, e := range entries {
+					i := slices.IndexFunc(stored, func(t payload.Task) bool { return t.ID == e.ID })
+					if i < 0 || stored[i].Cancel || stored[i].ExecAt != e.ExecAt {
+						t.Errorf("indexed %+v does not match a stored task", e)
+					}
+				}
+
+				_, written := f.w.snapshot()
 				if len(written) != len(tt.wantFailed) {
 					t.Fatalf("failed topic got %d messages, want %d", len(written), len(tt.wantFailed))
 				}
 				for _, want := range tt.wantFailed {
 					checkFailed(t, tt.msgs, written, want.offset, want.reason)
 				}
-			}
 
-			if got := counterValue(f.in.m.accepted); got != tt.wantAccepted {
-				t.Errorf("accepted = %v, want %v", got, tt.wantAccepted)
-			}
-			if got := counterValue(f.in.m.cancels); got != tt.wantCancels {
-				t.Errorf("cancels = %v, want %v", got, tt.wantCancels)
-			}
-			for _, r := range []string{ReasonContract, ReasonStore, ReasonIndex} {
-				if got := counterValue(f.in.m.failed.WithLabelValues(r)); got != tt.wantReasons[r] {
-					t.Errorf("failed{reason=%s} = %v, want %v", r, got, tt.wantReasons[r])
+				if got := counterValue(f.in.m.accepted); got != tt.wantAccepted {
+					t.Errorf("accepted = %v, want %v", got, tt.wantAccepted)
 				}
-			}
+				if got := counterValue(f.in.m.cancels); got != tt.wantCancels {
+					t.Errorf("cancels = %v, want %v", got, tt.wantCancels)
+				}
+				for _, r := range []string{ReasonContract, ReasonStore, ReasonIndex} {
+					if got := counterValue(f.in.m.failed.WithLabelValues(r)); got != tt.wantReasons[r] {
+						t.Errorf("failed{reason=%s} = %v, want %v", r, got, tt.wantReasons[r])
+					}
+				}
+			})
 		})
 	}
+}
+
+// TestHandleOneBadEntryAmongMany narrows a batch-level refusal of the index
+// down to the entries that cause it: the other tasks of the batch, from other
+// producers, are indexed, and the narrowing costs a few calls per bad entry.
+func TestHandleOneBadEntryAmongMany(t *testing.T) {
+	f := newFixture(t, nil)
+	bad := map[int64]bool{7: true, 500: true, 998: true}
+	var msgs []kafka.Message
+	for i := range int64(1000) {
+		m := msg(int(i%4), i, payload.HeaderTopic, "biz", payload.HeaderID, "t-"+strconv.FormatInt(i, 10),
+			payload.HeaderAt, strconv.FormatInt(testNow.Add(time.Minute).UnixMilli()+i, 10))
+		msgs = append(msgs, m)
+	}
+	f.ix.refuse = func(e zset.Entry) bool { return bad[e.ExecAt-testNow.Add(time.Minute).UnixMilli()] }
+	if err := f.in.handle(t.Context(), msgs, testNow); err != nil {
+		t.Fatal(err)
+	}
+	adds, entries := f.ix.snapshot()
+	if len(entries) != 997 {
+		t.Errorf("%d entries indexed, want 997", len(entries))
+	}
+	if adds > 3*2*10+1 {
+		t.Errorf("%d Add calls to narrow 3 bad entries in 1000, want at most 61", adds)
+	}
+	_, written := f.w.snapshot()
+	if len(written) != 3 {
+		t.Fatalf("%d messages in the failed topic, want 3", len(written))
+	}
+	for off := range bad {
+		checkFailed(t, msgs, written, off, "index: zset: bad entry")
+	}
+	if got := counterValue(f.in.m.accepted); got != 997 {
+		t.Errorf("accepted = %v, want 997", got)
+	}
+}
+
+// TestHandleEpochDueTimeFailsAlone is the sloppy producer of issue 11: eight
+// valid tasks and one with delay-at 0 on one partition, through the real
+// zset index (on miniredis) and the memory store. The eight are stored and
+// indexed; the ninth alone goes to the failed topic, with the reason.
+func TestHandleEpochDueTimeFailsAlone(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ix, err := zset.New(rdb, zset.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := payload.NewMemory()
+	w := &fakeWriter{}
+	in, err := New(Config{Brokers: []string{"b"}}, store, ix, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	var msgs []kafka.Message
+	for i := range int64(9) {
+		at := strconv.FormatInt(now.Add(time.Minute).UnixMilli()+i, 10)
+		switch i {
+		case 4:
+			at = "0"
+		case 6:
+			at = "1970-01-01T00:00:00Z"
+		}
+		msgs = append(msgs, msg(0, i, payload.HeaderTopic, "biz", payload.HeaderID, "epoch-"+strconv.FormatInt(i, 10), payload.HeaderAt, at))
+	}
+	if err := in.handle(t.Context(), msgs, now); err != nil {
+		t.Fatal(err)
+	}
+	_, written := w.snapshot()
+	if len(written) != 2 {
+		t.Fatalf("%d messages in the failed topic, want 2", len(written))
+	}
+	checkFailed(t, msgs, written, 4, `delay-at: "0" is at or before the unix epoch`)
+	checkFailed(t, msgs, written, 6, "is at or before the unix epoch")
+	var refs []payload.Ref
+	for i := range int64(9) {
+		if i != 4 && i != 6 {
+			refs = append(refs, payload.Ref{ID: payload.TaskID("epoch-" + strconv.FormatInt(i, 10)), ExecAt: now.Add(time.Minute).UnixMilli() + i})
+		}
+	}
+	got, err := store.Get(t.Context(), refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, task := range got {
+		if task == nil {
+			t.Errorf("task %+v not stored", refs[i])
+		}
+	}
+	keys, err := ix.DueKeys(t.Context(), now.Add(time.Hour).UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexed := 0
+	for _, k := range keys {
+		entries, err := ix.Due(t.Context(), k, now.Add(time.Hour).UnixMilli(), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		indexed += len(entries)
+	}
+	if indexed != 7 {
+		t.Errorf("%d entries indexed, want 7", indexed)
+	}
+}
+
+// TestHandleDelayAfterWithoutTimestamp: delay-after on a record without a
+// timestamp (kafka-go reads 0 and -1 as a zero Time) would be timed by this
+// process's clock, so a re-read would make a second task. It is refused
+// alone, with a reason that says what to do.
+func TestHandleDelayAfterWithoutTimestamp(t *testing.T) {
+	f := newFixture(t, nil)
+	bare := msg(0, 1, payload.HeaderTopic, "biz", payload.HeaderAfter, "90s")
+	bare.Time = time.Time{}
+	msgs := []kafka.Message{valid(0), bare, valid(2)}
+	if err := f.in.handle(t.Context(), msgs, testNow); err != nil {
+		t.Fatal(err)
+	}
+	_, written := f.w.snapshot()
+	if len(written) != 1 {
+		t.Fatalf("%d messages in the failed topic, want 1", len(written))
+	}
+	checkFailed(t, msgs, written, 1, "delay-after needs a record timestamp (producer sent none); set one or use delay-at")
+	if _, stored := f.store.snapshot(); len(stored) != 2 {
+		t.Errorf("%d tasks stored, want 2", len(stored))
+	}
+}
+
+// TestHandleOutageLogsOnce: a stall is one WARN line when it starts and one
+// INFO line when it ends, not a line per retry.
+func TestHandleOutageLogsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf syncBuffer
+		f := newFixture(t, func(c *Config) {
+			c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		})
+		f.in.backoff = retry.Backoff{}
+		f.store.outage = 2 * time.Minute
+		if err := f.in.handle(t.Context(), []kafka.Message{valid(0), valid(1)}, testNow); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "stage stalled") ||
+			!strings.Contains(lines[1], "level=INFO") || !strings.Contains(lines[1], "stage recovered") {
+			t.Errorf("log lines:\n%s\nwant one WARN (stalled) and one INFO (recovered)", buf.String())
+		}
+		if calls, _ := f.store.snapshot(); calls < 20 {
+			t.Errorf("%d Put calls in a 2-minute outage, want retries every few seconds", calls)
+		}
+	})
 }
 
 // checkFailed finds the failed-topic copy of the input at offset and checks
@@ -346,23 +541,21 @@ func TestHandleDuplicatesAreHarmless(t *testing.T) {
 }
 
 func TestHandleStoppingDoesNotFail(t *testing.T) {
-	// When ctx ends while the store is failing, the batch is neither sent to
+	// When ctx ends while the store is down, the batch is neither sent to
 	// the failed topic nor reported stored: it stays uncommitted.
-	f := newFixture(t, func(c *Config) {
-		c.Retries = 100
-		c.Backoff = 10 * time.Millisecond
-		c.MaxBackoff = 10 * time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.store.outage = time.Hour
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		err := f.in.handle(ctx, []kafka.Message{valid(0), malformed(1)}, testNow)
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errOutage) {
+			t.Fatalf("handle = %v, want the deadline and the outage", err)
+		}
+		if calls, _ := f.w.snapshot(); calls != 0 {
+			t.Errorf("failed topic written %d times while stopping", calls)
+		}
 	})
-	f.store.forever = errBoom
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	err := f.in.handle(ctx, []kafka.Message{valid(0)}, testNow)
-	if err == nil {
-		t.Fatal("handle = nil, want an error")
-	}
-	if calls, _ := f.w.snapshot(); calls != 0 {
-		t.Errorf("failed topic written %d times while stopping", calls)
-	}
 }
 
 func TestFailedMessageReplacesStaleHeaders(t *testing.T) {
@@ -389,20 +582,29 @@ func TestConfig(t *testing.T) {
 		if c.GroupID != "delayq-ingest" || c.Input != "delay-input" || c.Slow != "delay-input-slow" || c.Failed != "delay-failed" {
 			t.Errorf("names: %q %q %q %q", c.GroupID, c.Input, c.Slow, c.Failed)
 		}
-		if c.BatchSize != DefaultBatchSize || c.BatchWait != DefaultBatchWait || c.SlowRate != DefaultSlowRate || c.Retries != DefaultRetries {
+		if c.BatchSize != DefaultBatchSize || c.BatchWait != DefaultBatchWait || c.SlowRate != DefaultSlowRate || c.CallTimeout != DefaultCallTimeout {
 			t.Errorf("batch: %+v", c)
+		}
+		if c.DrainTimeout != consumer.SessionTimeout/2 {
+			t.Errorf("drain timeout %v, want half the session timeout %v", c.DrainTimeout, consumer.SessionTimeout)
 		}
 	})
 	t.Run("every problem at once", func(t *testing.T) {
-		c := Config{Input: "a", Slow: "a", BatchSize: -1, Retries: -2, Backoff: time.Second, MaxBackoff: time.Millisecond}
+		c := Config{Input: "a", Slow: "a", BatchSize: -1, CallTimeout: -1, DrainTimeout: consumer.MaxDrain,
+			Decode: payload.DecodeConfig{MaxDelay: -1}}
 		c.setDefaults()
 		err := c.Validate()
 		if !errors.Is(err, ErrConfig) {
 			t.Fatalf("Validate = %v, want ErrConfig", err)
 		}
-		for _, want := range []string{"brokers", "topics", "batch size", "retries", "max backoff"} {
+		for _, want := range []string{"brokers", "topics", "batch size", "call timeout", "drain timeout", "decode: payload: MaxDelay"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not mention %s", err, want)
+			}
+		}
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			if !errors.Is(e, ErrConfig) {
+				t.Errorf("%q does not wrap ErrConfig", e)
 			}
 		}
 	})
@@ -444,8 +646,11 @@ func TestConfig(t *testing.T) {
 			t.Errorf("shared counter = %v, want 2", got)
 		}
 		mfs, err := reg.Gather()
-		if err != nil || len(mfs) != 6 { // delayq_ingest_lag has no series before a batch
-			t.Errorf("gathered %d metric families, %v; want 6", len(mfs), err)
+		// accepted, cancels, failed, batch seconds, commit errors, and the
+		// stage's stalled and stall seconds; delayq_ingest_lag and
+		// delayq_stage_retries_total have no series before a batch.
+		if err != nil || len(mfs) != 7 {
+			t.Errorf("gathered %d metric families, %v; want 7", len(mfs), err)
 		}
 		// The scanner registers delayq_tasks_failed_total too; whoever comes
 		// second shares it, so its help text must match.
@@ -458,4 +663,22 @@ func TestConfig(t *testing.T) {
 			t.Errorf("registering the scanner's shape: %v, want AlreadyRegisteredError", err)
 		}
 	})
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 )
@@ -18,11 +19,21 @@ const (
 	DefaultSlowRate    = 1000
 	DefaultBatchSize   = 1000
 	DefaultBatchWait   = 20 * time.Millisecond
-	DefaultRetries     = 5
-	DefaultBackoff     = 100 * time.Millisecond
-	DefaultMaxBackoff  = 2 * time.Second
 	DefaultCallTimeout = 10 * time.Second
-	DefaultStopTimeout = 30 * time.Second
+	// DefaultDrainTimeout is half the group session timeout: ample for a
+	// batch in hand that meets no outage, well inside MaxDrainTimeout.
+	DefaultDrainTimeout = consumer.SessionTimeout / 2
+	// MaxDrainTimeout caps DrainTimeout. The drain (the batch in hand and
+	// its commit) and then leaving or rejoining the group (leaveReserve)
+	// must end before the coordinator may declare the member dead
+	// (consumer.MaxDrain) and hand its partitions to another member, which
+	// would read the batch again: a task the scanner already delivered and
+	// removed would come back, a duplicate.
+	MaxDrainTimeout = consumer.MaxDrain - leaveReserve
+
+	// leaveReserve is the part of consumer.MaxDrain kept for the LeaveGroup
+	// or JoinGroup after the drain.
+	leaveReserve = time.Second
 )
 
 // ErrConfig is wrapped by every error Validate reports.
@@ -33,41 +44,44 @@ var ErrConfig = errors.New("ingest: invalid config")
 type Config struct {
 	// Brokers are the Kafka bootstrap addresses. Required.
 	Brokers []string
-	// GroupID is the consumer group of both input readers. Default "delayq-ingest".
+	// GroupID is the consumer group that shares the partitions of Input and
+	// Slow among the ingesters. Default "delayq-ingest".
 	GroupID string
 
 	// Input is the main input topic. Default delay-input.
 	Input string
 	// Slow is the rate-limited input topic. Default delay-input-slow.
 	Slow string
-	// Failed is where messages that cannot be accepted go. Default delay-failed.
+	// Failed is where messages that can never be accepted go. Default
+	// delay-failed.
 	Failed string
 
-	// SlowRate caps the slow topic, in messages per second (per process).
-	// Default 1000.
+	// SlowRate caps the slow topic, in messages per second (per process,
+	// over all its slow partitions), so a backfill written there cannot
+	// crowd out live input. Default 1000.
 	SlowRate float64
-	// BatchSize is the most messages handled (and committed) together. Default 1000.
+	// BatchSize is the most messages of one partition handled (and
+	// committed) together: large enough to amortize a store round trip,
+	// small enough to keep a batch's latency low. Default 1000.
 	BatchSize int
-	// BatchWait is how long a batch stays open after its first message.
-	// Default 20ms.
+	// BatchWait is how long a batch stays open after its first message, so
+	// a trickle of input still makes batches of a few messages. Default 20ms.
 	BatchWait time.Duration
 
 	// Decode validates input messages. Its AllowTopic, whatever it is, never
 	// allows Input, Slow or Failed nor an internal topic as a destination.
 	Decode payload.DecodeConfig
 
-	// Retries is how many times Store.Put, Index.Add and the failed-topic
-	// write are attempted before giving up. Default 5.
-	Retries int
-	// Backoff is the wait after the first failed attempt; it doubles after
-	// each further one up to MaxBackoff. Defaults 100ms and 2s.
-	Backoff    time.Duration
-	MaxBackoff time.Duration
-	// CallTimeout bounds one attempt of one store call. Default 10s.
+	// CallTimeout bounds one attempt of one store call or failed-topic
+	// write, so a hung connection turns into a retry instead of a stall
+	// that never ends. Default 10s.
 	CallTimeout time.Duration
-	// StopTimeout bounds finishing and committing the batch in hand after
-	// Run's ctx is cancelled. Default 30s.
-	StopTimeout time.Duration
+	// DrainTimeout bounds finishing and committing the batch in hand once
+	// Run's ctx is cancelled or the consumer-group generation ends, at most
+	// MaxDrainTimeout so that the batch is committed before the partition's
+	// next owner reads it. A batch that meets an outage then stays
+	// uncommitted and is read again. Default consumer.SessionTimeout / 2.
+	DrainTimeout time.Duration
 
 	// Logger receives the ingester's logs; nil discards them.
 	Logger *slog.Logger
@@ -97,20 +111,11 @@ func (c *Config) setDefaults() {
 	if c.BatchWait == 0 {
 		c.BatchWait = DefaultBatchWait
 	}
-	if c.Retries == 0 {
-		c.Retries = DefaultRetries
-	}
-	if c.Backoff == 0 {
-		c.Backoff = DefaultBackoff
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = max(DefaultMaxBackoff, c.Backoff)
-	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
-	if c.StopTimeout == 0 {
-		c.StopTimeout = DefaultStopTimeout
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -152,20 +157,14 @@ func (c *Config) Validate() error {
 	if c.BatchWait < 0 {
 		bad("batch wait: %v < 0", c.BatchWait)
 	}
-	if c.Retries < 0 {
-		bad("retries: %d < 0", c.Retries)
-	}
-	if c.Backoff < 0 {
-		bad("backoff: %v < 0", c.Backoff)
-	}
-	if c.MaxBackoff < c.Backoff {
-		bad("max backoff: %v < backoff %v", c.MaxBackoff, c.Backoff)
+	if err := c.Decode.Validate(); err != nil {
+		bad("decode: %w", err)
 	}
 	if c.CallTimeout < 0 {
 		bad("call timeout: %v < 0", c.CallTimeout)
 	}
-	if c.StopTimeout < 0 {
-		bad("stop timeout: %v < 0", c.StopTimeout)
+	if c.DrainTimeout < 0 || c.DrainTimeout > MaxDrainTimeout {
+		bad("drain timeout: %v not in [0, %v]", c.DrainTimeout, MaxDrainTimeout)
 	}
 	return errors.Join(errs...)
 }

@@ -5,16 +5,19 @@
 //
 // # Goroutines
 //
-// Run starts one goroutine per input topic, each with its own kafka-go Reader
-// (GroupID + Topic) and loops: fetch a batch with FetchMessage (until
-// BatchSize messages or BatchWait after the first one; the slow topic waits
-// on a token bucket of SlowRate messages/s before each fetch), handle it,
-// commit it with CommitMessages, repeat. Batches of one topic are handled one
-// at a time, in order; the two topics run side by side and share Store, Index
-// and Writer, which must be safe for concurrent use. Run closes the readers
-// (leaving the group) only after both goroutines have ended, so that one
-// lane leaving cannot end the generation under the other's final commit,
-// and returns after that.
+// Run joins the consumer group (kafka-go's ConsumerGroup, over both topics)
+// and, for each generation, starts one goroutine per assigned partition of
+// either topic (a lane) with its own partition reader, positioned at the
+// generation's committed offset. A lane loops: fetch a batch (until
+// BatchSize messages or BatchWait after the first one; a slow-topic lane
+// takes a token from a bucket of SlowRate messages/s, shared by all slow
+// lanes of the process, before each message), handle it, commit the offset
+// after it with Generation.CommitOffsets, repeat. Batches of one partition
+// are handled one at a time, in order; lanes run side by side and share
+// Store, Index and Writer, which must be safe for concurrent use. The
+// generation's function returns only after every lane has ended (kafka-go
+// ends the generation when it returns). Run leaves the group after the last
+// generation's lanes have committed, and returns after that.
 //
 // # Handling a batch
 //
@@ -22,30 +25,45 @@
 //     contract is written to the failed topic (delay-failed) with its original
 //     key, value and headers plus a delay-error header giving the reason and
 //     delay-source-topic/-partition/-offset headers saying where it came from;
-//   - the valid tasks go to Store.Put, then the non-cancel ones to Index.Add,
-//     each call retried with exponential backoff (Retries attempts, each bounded
-//     by CallTimeout). Cancels are stored (as a marker) and never indexed;
-//   - if Put or Add still fails, the batch's tasks go to the failed topic with
-//     the error as delay-error: never dropped, and bad storage never stalls the
-//     partition forever;
-//   - if even the failed topic cannot be written, nothing is committed and the
-//     whole batch is handled again after a backoff (puts and adds are
-//     idempotent, so repeating them is harmless).
+//   - the valid tasks go to Store.Put, then the non-cancel ones to Index.Add.
+//     Cancels are stored (as a marker) and never indexed;
+//   - an outage (any error but a refusal, see Store and Index) is transient:
+//     the call is retried through internal/retry's Stage "ingest" (capped
+//     exponential backoff, each attempt bounded by CallTimeout) for as long
+//     as it takes, the lane stalls with its offset uncommitted, and it
+//     resumes by itself when the dependency answers. The stall shows as one
+//     WARN line, one INFO line on recovery, delayq_stage_stalled and
+//     delayq_stage_retries_total{stage="ingest"};
+//   - a refusal for good (payload.ErrContract from the Store, zset.ErrBadEntry
+//     from the Index) of a call of several tasks is narrowed down by halves
+//     to the tasks that cause it; each of those goes to the failed topic
+//     alone, with the refusal as delay-error, and the rest are stored;
+//   - the failed-topic write is retried the same way: every error of it is
+//     an outage, so the batch stays uncommitted until it is written.
 //
 // # Invariants
 //
 //   - Offsets are committed only after Store and Index both hold every valid
 //     task of the batch, or the failed topic holds it. A crash anywhere means
 //     the batch is read again: at least once, never lost.
-//   - Within a topic, batches are committed in fetch order, one at a time, so
-//     CommitMessages never moves an offset backwards.
+//   - A valid task or a cancel never goes to the failed topic because a
+//     dependency was down; only a message that can never succeed does, and
+//     each message meets its own fate, whatever its neighbours in the batch.
+//   - Commits go through the generation that fetched the batch: once that
+//     generation is over the coordinator refuses them, so a commit can never
+//     land on a later generation and move an offset backwards. Within a
+//     partition, batches are committed in fetch order, one at a time.
 //   - Re-delivery writes the same (ID, ExecAt) again: the same row and the same
 //     zset member, one task.
-//   - Graceful stop: when Run's ctx is cancelled the loops stop fetching, finish
-//     the batch in hand under a fresh context bounded by StopTimeout and commit
-//     it; then Run closes the readers and returns. A cancelled ctx is not an
-//     error; a batch that could not be finished in StopTimeout is (it stays
-//     uncommitted and is read again).
+//   - Graceful stop and rebalance: when Run's ctx is cancelled or the
+//     generation ends, the lanes stop fetching, finish the batch in hand
+//     under a context that outlives the stop by DrainTimeout (below the
+//     group session timeout, so before another member can own the
+//     partition) and commit it; then the generation ends and, on a stop,
+//     Run leaves the group. So the next owner starts exactly after what was
+//     stored: no duplicates. A batch that could not be finished in time
+//     (an outage) stays uncommitted and is read again; on a stop Run
+//     reports it as an error.
 //   - Failed-topic messages never grow past what the writer takes: one too
 //     large loses its value (then its key and headers), noted in delay-error.
 package ingest

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +16,10 @@ import (
 	"github.com/delayq/delayq/zset"
 )
 
-var errBoom = errors.New("boom")
+var (
+	errBoom   = errors.New("boom")
+	errOutage = errors.New("connection refused")
+)
 
 // events records the order of calls across fakes.
 type events struct {
@@ -40,25 +44,43 @@ func (e *events) list() []string {
 
 // script decides which calls of a fake fail.
 type script struct {
-	errs    []error // errors of the first calls, in order; nil past the end
-	forever error   // when set, every call after errs fails with it
+	errs []error // errors of the first calls, in order; nil past the end
+	// outage, when set, makes every call fail with errOutage from the first
+	// call until outage has passed (on the clock of the caller: virtual
+	// time under testing/synctest).
+	outage time.Duration
+	until  time.Time
 }
 
-func (s script) err(call int) error {
+// err returns the scripted error of call number call (from 0).
+func (s *script) err(call int) error {
+	if s.outage > 0 {
+		if s.until.IsZero() {
+			s.until = time.Now().Add(s.outage)
+		}
+		if time.Now().Before(s.until) {
+			return errOutage
+		}
+	}
 	if call < len(s.errs) {
 		return s.errs[call]
 	}
-	return s.forever
+	return nil
 }
 
 type fakeStore struct {
 	script
-	ev    *events
-	block chan struct{} // when set, Put waits for it to close
+	// refuse, when set, makes Put fail for good (payload.ErrContract) for a
+	// whole call that holds a task it returns true for, as a store's
+	// batch-level error does.
+	refuse func(payload.Task) bool
+	ev     *events
+	block  chan struct{} // when set, Put waits for it to close
 	// gate, when set, gives a channel that Put waits on for these tasks (nil: none).
 	gate  func([]payload.Task) <-chan struct{}
 	mu    sync.Mutex
 	calls int
+	puts  map[string]int // successful puts by task name
 	tasks []payload.Task // of successful calls
 }
 
@@ -85,7 +107,20 @@ func (f *fakeStore) Put(ctx context.Context, tasks []payload.Task) error {
 	if err != nil {
 		return err
 	}
+	if f.refuse != nil {
+		for _, t := range tasks {
+			if f.refuse(t) {
+				return fmt.Errorf("put %d tasks: %w: row of %q too large", len(tasks), payload.ErrContract, t.Name)
+			}
+		}
+	}
 	f.tasks = append(f.tasks, tasks...)
+	if f.puts == nil {
+		f.puts = map[string]int{}
+	}
+	for _, t := range tasks {
+		f.puts[t.Name]++
+	}
 	f.ev.add("put " + strconv.Itoa(len(tasks)))
 	return nil
 }
@@ -98,6 +133,9 @@ func (f *fakeStore) snapshot() (int, []payload.Task) {
 
 type fakeIndex struct {
 	script
+	// refuse, when set, makes Add fail for good (zset.ErrBadEntry) for a
+	// whole call that holds an entry it returns true for, as zset.Index does.
+	refuse  func(zset.Entry) bool
 	ev      *events
 	mu      sync.Mutex
 	calls   int
@@ -114,6 +152,13 @@ func (f *fakeIndex) Add(ctx context.Context, now time.Time, entries []zset.Entry
 	f.calls++
 	if err != nil {
 		return err
+	}
+	if f.refuse != nil {
+		for _, e := range entries {
+			if f.refuse(e) {
+				return fmt.Errorf("%w: id %d exec_at %d", zset.ErrBadEntry, e.ID, e.ExecAt)
+			}
+		}
 	}
 	f.entries = append(f.entries, entries...)
 	f.ev.add("add " + strconv.Itoa(len(entries)))
@@ -187,14 +232,14 @@ func (f *fakeWriter) snapshot() (int, []kafka.Message) {
 	return f.calls, slices.Clone(f.msgs)
 }
 
-// fakeReader serves messages from a channel and records commits.
+// fakeReader is one partition's reader: it serves messages from a channel.
 type fakeReader struct {
-	name    string // when set, events read "commit <name>", "close <name>"
-	ev      *events
-	in      chan kafka.Message
-	mu      sync.Mutex
-	commits []kafka.Message
-	closed  bool
+	name   string // when set, events read "close <name>"
+	ev     *events
+	in     chan kafka.Message
+	mu     sync.Mutex
+	errs   int // FetchMessage fails this many times first (a Kafka outage)
+	closed bool
 }
 
 func newFakeReader(ev *events) *fakeReader {
@@ -202,23 +247,19 @@ func newFakeReader(ev *events) *fakeReader {
 }
 
 func (r *fakeReader) FetchMessage(ctx context.Context) (kafka.Message, error) {
+	r.mu.Lock()
+	if r.errs > 0 {
+		r.errs--
+		r.mu.Unlock()
+		return kafka.Message{}, errOutage
+	}
+	r.mu.Unlock()
 	select {
 	case <-ctx.Done():
 		return kafka.Message{}, ctx.Err()
 	case m := <-r.in:
 		return m, nil
 	}
-}
-
-func (r *fakeReader) CommitMessages(ctx context.Context, msgs ...kafka.Message) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.commits = append(r.commits, msgs...)
-	r.ev.add(strings.TrimSpace("commit " + r.name))
-	return nil
 }
 
 func (r *fakeReader) Close() error {
@@ -229,15 +270,55 @@ func (r *fakeReader) Close() error {
 	return nil
 }
 
-// committed returns the next offset to read per partition, from the commits.
-func (r *fakeReader) committed() map[int]int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := map[int]int64{}
-	for _, m := range r.commits {
-		if m.Offset+1 > out[m.Partition] {
-			out[m.Partition] = m.Offset + 1
+// fakeGen is a generation's committer. It records the commits, can fail the
+// first ones (script) and refuses every commit once over is set, as the
+// coordinator does once the generation has ended.
+type fakeGen struct {
+	script
+	ev      *events
+	mu      sync.Mutex
+	calls   int
+	over    bool
+	commits map[string]map[int]int64 // the last committed offset per topic and partition
+}
+
+func (g *fakeGen) CommitOffsets(offsets map[string]map[int]int64) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	call := g.calls
+	g.calls++
+	if g.over {
+		return kafka.IllegalGeneration
+	}
+	if err := g.err(call); err != nil {
+		return err
+	}
+	if g.commits == nil {
+		g.commits = map[string]map[int]int64{}
+	}
+	for topic, ps := range offsets {
+		if g.commits[topic] == nil {
+			g.commits[topic] = map[int]int64{}
+		}
+		for p, off := range ps {
+			if off < g.commits[topic][p] {
+				panic(fmt.Sprintf("commit of %s/%d moves back from %d to %d", topic, p, g.commits[topic][p], off))
+			}
+			g.commits[topic][p] = off
+			g.ev.add(fmt.Sprintf("commit %s/%d@%d", topic, p, off))
 		}
 	}
-	return out
+	return nil
+}
+
+func (g *fakeGen) committed(topic string, partition int) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.commits[topic][partition]
+}
+
+func (g *fakeGen) end() {
+	g.mu.Lock()
+	g.over = true
+	g.mu.Unlock()
 }

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/internal/drain"
+	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
@@ -22,12 +22,18 @@ import (
 var ErrRunning = errors.New("ingest: already running")
 
 // Store keeps task payloads (the HBase store). Put is batched and
-// idempotent; a Task with Cancel set writes only the cancel marker.
+// idempotent; a Task with Cancel set writes only the cancel marker. An error
+// wrapping payload.ErrContract means the store refuses a task of the batch
+// for good (it breaks one of the store's limits); any other error is an
+// outage, retried for as long as it takes.
 type Store interface {
 	Put(ctx context.Context, tasks []payload.Task) error
 }
 
 // Index keeps the ids of pending tasks by due time (the Redis zset index).
+// Add is idempotent. An error wrapping zset.ErrBadEntry means it refuses an
+// entry of the call for good; any other error is an outage, retried for as
+// long as it takes.
 type Index interface {
 	Add(ctx context.Context, now time.Time, entries []zset.Entry) error
 }
@@ -35,13 +41,6 @@ type Index interface {
 // Writer writes messages to the failed topic; each message names its topic.
 type Writer interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
-}
-
-// reader is the part of *kafka.Reader a consume loop uses.
-type reader interface {
-	FetchMessage(ctx context.Context) (kafka.Message, error)
-	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
-	Close() error
 }
 
 // Ingester consumes the input topics into the payload store and the index.
@@ -52,6 +51,8 @@ type Ingester struct {
 	w       Writer
 	log     *slog.Logger
 	m       *metrics
+	stage   *retry.Stage
+	backoff retry.Backoff // of every retried call; zero: retry's defaults
 	running atomic.Bool
 }
 
@@ -79,204 +80,156 @@ func New(cfg Config, store Store, ix Index, w Writer) (*Ingester, error) {
 	if err != nil {
 		return nil, err
 	}
+	log := cfg.Logger.With("component", "ingest")
+	stage, err := retry.NewStage("ingest", log, cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
 	return &Ingester{
-		cfg: cfg,
-		st:  store,
-		ix:  ix,
-		w:   w,
-		log: cfg.Logger.With("component", "ingest"),
-		m:   m,
+		cfg:   cfg,
+		st:    store,
+		ix:    ix,
+		w:     w,
+		log:   log,
+		m:     m,
+		stage: stage,
 	}, nil
 }
 
-// Run consumes Input and Slow until ctx is cancelled, then finishes and
-// commits the batches in hand, closes its readers and returns nil. It returns
-// an error only when a batch could be neither stored nor sent to the failed
-// topic before StopTimeout (it was not committed and will be read again).
+// Run consumes Input and Slow in the consumer group GroupID until ctx is
+// cancelled; then it finishes and commits the batches in hand (each bounded
+// by DrainTimeout), leaves the group and returns. It returns nil after a
+// clean stop, and an error when the consumer group cannot be set up or when
+// a batch in hand at the stop could not be stored and committed in time (an
+// outage: the batch stays uncommitted and is read again, nothing is lost).
+// Run returns after every goroutine it started has ended.
 func (in *Ingester) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
 	defer in.running.Store(false)
 
-	readers := make([]reader, 2)
-	for i, topic := range []string{in.cfg.Input, in.cfg.Slow} {
-		r, err := in.newReader(topic)
-		if err != nil {
-			return err
-		}
-		readers[i] = r
+	group, err := consumer.NewGroup(consumer.GroupConfig{
+		ID: in.cfg.GroupID, Brokers: in.cfg.Brokers, Topics: []string{in.cfg.Input, in.cfg.Slow}, Logger: in.cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("ingest: consumer group %s: %w", in.cfg.GroupID, err)
 	}
-	return in.run(ctx, readers[0], readers[1])
-}
-
-// run consumes input and slow (readers of Input and Slow) until ctx ends.
-// It closes the readers only after both lanes have committed their last
-// batch: closing one leaves the group and ends the generation, which would
-// make the other lane's final commit fail.
-func (in *Ingester) run(ctx context.Context, input, slow reader) error {
-	lanes := []struct {
-		topic string
-		r     reader
-		lim   *limiter
-	}{
-		{in.cfg.Input, input, nil},
-		{in.cfg.Slow, slow, newLimiter(in.cfg.SlowRate, min(int(in.cfg.SlowRate), in.cfg.BatchSize))},
-	}
-	errs := make([]error, len(lanes))
-	var wg sync.WaitGroup
-	for i, l := range lanes {
-		wg.Go(func() { errs[i] = in.consume(ctx, l.topic, l.r, l.lim) })
-	}
+	lim := newLimiter(in.cfg.SlowRate, min(int(in.cfg.SlowRate), in.cfg.BatchSize))
 	in.log.Info("ingest started", "input", in.cfg.Input, "slow", in.cfg.Slow, "group", in.cfg.GroupID)
-	wg.Wait()
-	for _, l := range lanes {
-		if err := l.r.Close(); err != nil {
-			in.log.Warn("close reader", "topic", l.topic, "err", err)
+
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for {
+		gen, err := group.Next(ctx)
+		if ctx.Err() != nil {
+			break
 		}
+		if err != nil {
+			level := slog.LevelWarn
+			if errors.Is(err, kafka.RebalanceInProgress) {
+				level = slog.LevelDebug // routine: another member joined or left
+			}
+			in.log.Log(ctx, level, "join group failed, joining again", "group", in.cfg.GroupID, "err", err)
+			_ = retry.Sleep(ctx, consumer.JoinBackoff)
+			continue
+		}
+		wg.Add(1)
+		gen.Start(func(gctx context.Context) {
+			defer wg.Done()
+			if err := in.runGeneration(ctx, gctx, gen, lim); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
 	}
-	in.log.Info("ingest stopped")
+	// Close ends the current generation, whose lanes already drain because
+	// ctx is done, waits for them and only then leaves the group: the final
+	// commits go out in the generation they belong to. Closing before the
+	// lanes return also keeps the group from joining a new generation in
+	// between.
+	_ = group.Close()
+	wg.Wait()
+	in.log.Info("ingest stopped", "group", in.cfg.GroupID)
 	return errors.Join(errs...)
 }
 
-// newReader returns the consumer-group reader of one input topic, built by
-// our kafka package (FetchMessage + synchronous CommitMessages, partition
-// watching, MinBytes 1) with a queue as deep as a batch.
-func (in *Ingester) newReader(topic string) (*kafka.Reader, error) {
-	rc, err := consumer.ReaderConfig{
-		Brokers:     in.cfg.Brokers,
-		GroupID:     in.cfg.GroupID,
-		Topics:      []string{topic},
-		MaxBytes:    16 << 20, // room for input of payload's MaxPayload and more
-		StartOffset: kafka.FirstOffset,
-		Logger:      in.log,
-	}.Config()
-	if err != nil {
-		return nil, fmt.Errorf("ingest: reader for %s: %w", topic, err)
-	}
-	rc.CommitInterval = 0 // CommitMessages commits synchronously: after the stores, before the next batch
-	rc.QueueCapacity = in.cfg.BatchSize
-	rc.JoinGroupBackoff = time.Second
-	return kafka.NewReader(rc), nil
-}
-
-// consume is one topic's loop: fetch a batch, handle it, commit it, until
-// ctx ends. It leaves r open.
-func (in *Ingester) consume(ctx context.Context, topic string, r reader, lim *limiter) error {
-	log := in.log.With("topic", topic)
-	batch := make([]kafka.Message, 0, in.cfg.BatchSize)
-	backoff := in.cfg.Backoff
-	for {
-		var err error
-		batch, err = in.fetch(ctx, r, lim, batch[:0])
-		if len(batch) > 0 {
-			if perr := in.process(ctx, topic, r, batch); perr != nil {
-				return perr
-			}
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, io.EOF):
-			return fmt.Errorf("ingest: %s: reader closed: %w", topic, err)
-		case err != nil:
-			log.Warn("fetch failed", "err", err, "backoff", backoff)
-			if sleep(ctx, backoff) != nil {
+// runGeneration consumes the partitions of Input and Slow assigned in gen
+// until ctx (stop) or gctx (the generation ended) is done, then finishes and
+// commits each partition's batch in hand and returns. It must not return
+// before: kafka-go ends the generation when a function started with
+// Generation.Start returns.
+func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generation, lim *limiter) error {
+	var lanes []lane
+	assigned := map[string][]int{}
+	for _, topic := range []string{in.cfg.Input, in.cfg.Slow} {
+		for _, a := range gen.Assignments[topic] {
+			r, err := in.newReader(topic, a.ID, a.Offset)
+			if err != nil {
+				// Unreachable for a fresh reader without a group; without a
+				// position nothing can be read, so sit the generation out.
+				in.log.Error("partition reader failed", "topic", topic, "partition", a.ID, "err", err)
+				for _, l := range lanes {
+					_ = l.r.Close()
+				}
+				select {
+				case <-ctx.Done():
+				case <-gctx.Done():
+				}
 				return nil
 			}
-			backoff = min(2*backoff, in.cfg.MaxBackoff)
-		default:
-			backoff = in.cfg.Backoff
+			l := lane{topic: topic, partition: a.ID, r: r}
+			if topic == in.cfg.Slow {
+				l.lim = lim
+			}
+			lanes = append(lanes, l)
+			assigned[topic] = append(assigned[topic], a.ID)
 		}
 	}
+	in.log.Info("generation started", "generation", gen.ID, "member", gen.MemberID,
+		"input_partitions", slices.Sorted(slices.Values(assigned[in.cfg.Input])),
+		"slow_partitions", slices.Sorted(slices.Values(assigned[in.cfg.Slow])))
+	err := in.generation(ctx, gctx, &serialCommitter{c: gen}, lanes)
+	in.log.Info("generation ended", "generation", gen.ID)
+	return err
 }
 
-// fetch appends messages to batch until it holds BatchSize of them, BatchWait
-// has passed since the first, ctx ends or fetching fails. It waits for the
-// first message as long as it takes. An error comes with the messages fetched
-// before it, which must still be handled.
-func (in *Ingester) fetch(ctx context.Context, r reader, lim *limiter, batch []kafka.Message) ([]kafka.Message, error) {
-	fctx := ctx
-	for len(batch) < in.cfg.BatchSize {
-		if lim != nil {
-			if err := lim.wait(fctx); err != nil {
-				break
-			}
-		}
-		m, err := r.FetchMessage(fctx)
-		if err != nil {
-			if lim != nil {
-				lim.refund() // no message came for that token
-			}
-			if ctx.Err() != nil || fctx.Err() == nil {
-				return batch, err // stopping, or a real error
-			}
-			break // the batch's time is up
-		}
-		batch = append(batch, m)
-		if len(batch) == 1 {
-			var cancel context.CancelFunc
-			fctx, cancel = context.WithTimeout(ctx, in.cfg.BatchWait)
-			defer cancel()
-		}
+// newReader returns a reader of one partition positioned at offset (a
+// committed offset, or kafka.FirstOffset), its queue as deep as a batch.
+func (in *Ingester) newReader(topic string, partition int, offset int64) (*kafka.Reader, error) {
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:       in.cfg.Brokers,
+		Topic:         topic,
+		Partition:     partition,
+		MinBytes:      1,
+		MaxBytes:      16 << 20, // room for input of payload's MaxPayload and more
+		MaxWait:       fetchMaxWait,
+		QueueCapacity: in.cfg.BatchSize,
+	})
+	if err := r.SetOffset(offset); err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("ingest: %s/%d: set offset %d: %w", topic, partition, offset, err)
 	}
-	return batch, ctx.Err()
+	return r, nil
 }
 
-// process handles batch until it is stored or sent to the failed topic, then
-// commits it. It keeps going after ctx is cancelled, for at most StopTimeout.
-func (in *Ingester) process(ctx context.Context, topic string, r reader, batch []kafka.Message) error {
-	start := time.Now()
-	pctx, cancel := drain.Context(ctx, in.cfg.StopTimeout)
-	defer cancel()
-	log := in.log.With("topic", topic)
+// fetchMaxWait is how long a partition reader's fetch waits on the broker
+// for new input.
+const fetchMaxWait = 500 * time.Millisecond
 
-	backoff := in.cfg.Backoff
-	for {
-		err := in.handle(pctx, batch, time.Now())
-		if err == nil {
-			break
-		}
-		if pctx.Err() != nil {
-			log.Error("batch neither stored nor failed; not committed", "messages", len(batch), "err", err)
-			return fmt.Errorf("ingest: %s: batch of %d not committed: %w", topic, len(batch), err)
-		}
-		log.Error("batch neither stored nor failed; handling it again", "messages", len(batch), "backoff", backoff, "err", err)
-		if sleep(pctx, backoff) != nil {
-			return fmt.Errorf("ingest: %s: batch of %d not committed: %w", topic, len(batch), err)
-		}
-		backoff = min(2*backoff, in.cfg.MaxBackoff)
-	}
-
-	last := lastPerPartition(batch)
-	if err := r.CommitMessages(pctx, last...); err != nil {
-		// The batch is stored: reading it again only repeats idempotent writes.
-		in.m.commitErrors.Inc()
-		log.Warn("commit failed; the batch will be read again", "messages", len(batch), "err", err)
-	}
-	var lag int64
-	for _, m := range last {
-		lag = max(lag, m.HighWaterMark-m.Offset-1)
-	}
-	in.m.lag.WithLabelValues(topic).Set(float64(lag))
-	in.m.batch.Observe(time.Since(start).Seconds())
-	return nil
+// serialCommitter sends one commit at a time on the generation's
+// coordinator connection, which the lanes of a generation share.
+type serialCommitter struct {
+	mu sync.Mutex
+	c  committer
 }
 
-// lastPerPartition returns the message with the highest offset of each
-// partition in batch: committing those commits the whole batch.
-func lastPerPartition(batch []kafka.Message) []kafka.Message {
-	idx := map[int]int{}
-	var last []kafka.Message
-	for _, m := range batch {
-		i, ok := idx[m.Partition]
-		switch {
-		case !ok:
-			idx[m.Partition] = len(last)
-			last = append(last, m)
-		case m.Offset > last[i].Offset:
-			last[i] = m
-		}
-	}
-	return last
+func (s *serialCommitter) CommitOffsets(offsets map[string]map[int]int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.CommitOffsets(offsets)
 }

@@ -25,6 +25,8 @@ type realStack struct {
 	brokers             []string
 	input, slow, failed string
 	group               string
+	prefix              string // of the Redis keys of ix
+	redisAddr           string
 	store               *hbase.Store
 	ix                  *zset.Index
 	w                   Writer
@@ -39,11 +41,12 @@ func newRealStack(t *testing.T, ctx context.Context) *realStack {
 	nanos := time.Now().UnixNano()
 	suffix := strconv.FormatInt(nanos, 10)
 	s := &realStack{
-		brokers: brokers,
-		input:   "dqtest-ingest-in-" + suffix,
-		slow:    "dqtest-ingest-slow-" + suffix,
-		failed:  "dqtest-ingest-failed-" + suffix,
-		group:   "dqtest-ingest-" + suffix,
+		brokers:   brokers,
+		input:     "dqtest-ingest-in-" + suffix,
+		slow:      "dqtest-ingest-slow-" + suffix,
+		failed:    "dqtest-ingest-failed-" + suffix,
+		group:     "dqtest-ingest-" + suffix,
+		redisAddr: raddr,
 	}
 	err := topics.Ensure(ctx, brokers, []topics.Spec{
 		{Name: s.input, Partitions: 3, ReplicationFactor: 1},
@@ -68,6 +71,7 @@ func newRealStack(t *testing.T, ctx context.Context) *realStack {
 
 	rdb := redis.NewClient(&redis.Options{Addr: raddr})
 	prefix := "dqtest-ingest-" + suffix
+	s.prefix = prefix
 	t.Cleanup(func() { stacktest.DropKeys(t, rdb, prefix); rdb.Close() })
 	s.ix, err = zset.New(rdb, zset.Config{Prefix: prefix})
 	if err != nil {
@@ -136,7 +140,7 @@ func TestRunRealStackGracefulStop(t *testing.T) {
 	// Produce only once the group is stable, so that no rebalance (which can
 	// make a commit fail) happens while the stream flows.
 	in, stop := start()
-	waitStable(t, ctx, client, rs.group, 2)
+	waitStable(t, ctx, client, rs.group, 1)
 
 	const n = 5000
 	t0 := time.Now().Add(10 * time.Minute).Truncate(time.Millisecond)
@@ -204,7 +208,7 @@ func TestRunRealStackGracefulStop(t *testing.T) {
 }
 
 // waitStable waits until group is Stable with members members, each with
-// partitions assigned.
+// partitions assigned. An ingester is one member (both topics).
 func waitStable(t *testing.T, ctx context.Context, client *kafka.Client, group string, members int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

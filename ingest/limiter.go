@@ -2,57 +2,59 @@ package ingest
 
 import (
 	"context"
+	"sync"
 	"time"
+
+	"github.com/delayq/delayq/internal/retry"
 )
 
 // limiter is a token bucket: rate tokens a second, at most burst saved up.
-// It starts full. One goroutine uses it; it has no lock.
+// It starts full. It is safe for concurrent use: the slow topic's partition
+// lanes share one, so SlowRate holds per process. A wait that finds the
+// bucket empty reserves the next token (the count goes negative) and sleeps
+// until it is due, so waiters are served in turn.
 type limiter struct {
-	rate   float64 // tokens per second
-	burst  float64
+	rate  float64 // tokens per second
+	burst float64
+
+	mu     sync.Mutex
 	tokens float64
 	last   time.Time
-	now    func() time.Time
 }
 
 func newLimiter(rate float64, burst int) *limiter {
 	b := float64(max(burst, 1))
-	return &limiter{rate: rate, burst: b, tokens: b, now: time.Now}
+	return &limiter{rate: rate, burst: b, tokens: b}
 }
 
-// wait takes one token, sleeping until there is one or ctx is done. On
-// ctx.Err it takes nothing.
+// wait takes one token, sleeping until it is due or ctx is done. On an
+// error it takes nothing.
 func (l *limiter) wait(ctx context.Context) error {
-	for {
-		now := l.now()
-		if !l.last.IsZero() {
-			l.tokens = min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
-		}
-		l.last = now
-		if l.tokens >= 1 {
-			l.tokens--
-			return nil
-		}
-		d := time.Duration((1 - l.tokens) / l.rate * float64(time.Second))
-		if err := sleep(ctx, max(d, time.Microsecond)); err != nil {
-			return err
-		}
+	l.mu.Lock()
+	now := time.Now()
+	if !l.last.IsZero() {
+		l.tokens = min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
 	}
+	l.last = now
+	l.tokens--
+	var d time.Duration
+	if l.tokens < 0 {
+		d = max(time.Duration(-l.tokens/l.rate*float64(time.Second)), time.Microsecond)
+	}
+	l.mu.Unlock()
+	if d == 0 {
+		return nil
+	}
+	if err := retry.Sleep(ctx, d); err != nil {
+		l.refund()
+		return err
+	}
+	return nil
 }
 
 // refund gives back a token that wait handed out but was not used.
 func (l *limiter) refund() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.tokens = min(l.burst, l.tokens+1)
-}
-
-// sleep waits d or until ctx is done, whichever comes first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

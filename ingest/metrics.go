@@ -3,17 +3,20 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/delayq/delayq/internal/metric"
 )
 
-// Reasons, the values of delayq_tasks_failed_total's reason label.
+// Reasons, the values of delayq_tasks_failed_total's reason label. Each
+// counts messages that can never succeed; an outage counts nowhere here
+// (see delayq_stage_stalled and delayq_stage_retries_total{stage="ingest"}).
 const (
 	ReasonContract = "contract" // the message breaks the wire contract
-	ReasonStore    = "store"    // Store.Put failed after retries
-	ReasonIndex    = "index"    // Index.Add failed after retries
+	ReasonStore    = "store"    // Store.Put refused the task for good
+	ReasonIndex    = "index"    // Index.Add refused the entry for good
 )
 
 type metrics struct {
@@ -21,9 +24,8 @@ type metrics struct {
 	cancels      prometheus.Counter
 	failed       *prometheus.CounterVec
 	batch        prometheus.Histogram
-	retries      *prometheus.CounterVec
 	commitErrors prometheus.Counter
-	lag          *prometheus.GaugeVec
+	lag          *lagGauge
 }
 
 // newMetrics builds the ingester's metrics and registers them with reg (nil:
@@ -44,21 +46,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		failed: metric.Register(reg, &errs, metric.NewTasksFailed()),
 		batch: metric.Register(reg, &errs, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "delayq_ingest_batch_seconds",
-			Help:    "Time to handle and commit one input batch.",
+			Help:    "Time to handle and commit one input batch of one partition.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		})),
-		retries: metric.Register(reg, &errs, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "delayq_ingest_retries_total",
-			Help: "Failed ingest calls that were retried, by operation (put, add, failed).",
-		}, []string{"op"})),
 		commitErrors: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "delayq_ingest_commit_errors_total",
-			Help: "Input offset commits that failed (the batch will be read again).",
+			Help: "Input offset commits that failed for good (the generation ended first; the batch will be read again).",
 		})),
-		lag: metric.Register(reg, &errs, prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "delayq_ingest_lag",
-			Help: "Input messages behind the high-water mark, largest over the partitions of the last batch, by topic.",
-		}, []string{"topic"})),
+		lag: &lagGauge{
+			g: metric.Register(reg, &errs, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+				Name: "delayq_ingest_lag",
+				Help: "Input messages behind the high-water mark, summed over the partitions this process consumes, by topic.",
+			}, []string{"topic"})),
+			by: map[string]map[int]int64{},
+		},
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("ingest: metrics: %w", err)
@@ -66,8 +67,35 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{ReasonContract, ReasonStore, ReasonIndex} {
 		m.failed.WithLabelValues(r)
 	}
-	for _, op := range []string{opPut, opAdd, opFailed} {
-		m.retries.WithLabelValues(op)
-	}
 	return m, nil
+}
+
+// lagGauge sums the lag of the partitions this process consumes, by topic.
+// It is safe for concurrent use: every partition lane reports its own.
+type lagGauge struct {
+	g  *prometheus.GaugeVec
+	mu sync.Mutex
+	by map[string]map[int]int64 // topic → partition → lag
+}
+
+// set records partition's lag; a negative lag forgets the partition (its
+// lane ended: another process may consume it now).
+func (l *lagGauge) set(topic string, partition int, lag int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ps := l.by[topic]
+	if ps == nil {
+		ps = map[int]int64{}
+		l.by[topic] = ps
+	}
+	if lag < 0 {
+		delete(ps, partition)
+	} else {
+		ps[partition] = lag
+	}
+	var sum int64
+	for _, n := range ps {
+		sum += n
+	}
+	l.g.WithLabelValues(topic).Set(float64(sum))
 }

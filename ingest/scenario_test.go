@@ -139,8 +139,6 @@ func (s *scenario) run() {
 		Slow:      s.slow,
 		Failed:    s.failed,
 		BatchSize: 64,
-		Retries:   3,
-		Backoff:   10 * time.Millisecond,
 	}
 	if s.config != nil {
 		s.config(&cfg)

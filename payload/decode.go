@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/topics"
 )
@@ -71,19 +71,23 @@ func violation(format string, args ...any) error {
 }
 
 // Decode turns an input record into a Task. now is the reference for
-// validation; delay-after is relative to m.Time (now when m.Time is zero).
-// Errors wrap ErrContract and read as a reason, e.g.
-// `delay-at: "tomorrow" is not RFC 3339 or unix ms`.
+// validation (the maximum delay). Errors wrap ErrContract and read as a
+// reason, e.g. `delay-at: "tomorrow" is not RFC 3339 or unix ms`.
 //
 // Rules: delay-topic is required (optional for a cancel) and must be allowed;
 // exactly one of delay-at (RFC 3339 or unix ms) and delay-after (Go duration
 // or seconds, >= 0); the due time may be in the past (due at once) but not
-// more than MaxDelay after now; delay-id is optional, 1..128 bytes; delay-op
-// is absent or "cancel", and a cancel needs delay-id and delay-at; each
-// control header at most once; key + value + headers at most MaxPayload
-// bytes. Without delay-id the name is DerivedName(m.Topic, m.Partition,
-// m.Offset). Control headers (and a stale delay-error) are not passed
-// through.
+// at or before the unix epoch (delay-at "0" or 1970-01-01T00:00:00Z is
+// refused: it is a producer's unset field, not a time) and not more than
+// MaxDelay after now; delay-after counts from the record timestamp
+// (m.Time), so a record without one (zero, or at or before the epoch: a
+// producer that set none; kafka-go sends 0 for a zero Message.Time) is
+// refused rather than timed by this process's clock, which would make a
+// re-read a second task; delay-id is optional, 1..128 bytes; delay-op is
+// absent or "cancel", and a cancel needs delay-id and delay-at; each control
+// header at most once; key + value + headers at most MaxPayload bytes.
+// Without delay-id the name is DerivedName(m.Topic, m.Partition, m.Offset).
+// Control headers (and a stale delay-error) are not passed through.
 func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	cfg.setDefaults()
 
@@ -149,13 +153,12 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 		if d > cfg.MaxDelay {
 			return Task{}, violation("%s: %v is over the maximum delay %v", HeaderAfter, d, cfg.MaxDelay)
 		}
-		base := m.Time
-		if base.IsZero() {
-			base = now
+		if m.Time.IsZero() || m.Time.UnixMilli() <= 0 {
+			return Task{}, violation("%s needs a record timestamp (producer sent none); set one or use %s", HeaderAfter, HeaderAt)
 		}
-		t.ExecAt = base.Add(d).UnixMilli()
-		if t.ExecAt < 0 {
-			return Task{}, violation("%s: due time before 1970", HeaderAfter)
+		t.ExecAt = m.Time.Add(d).UnixMilli()
+		if t.ExecAt <= 0 { // overflowed: a record timestamp near the end of time
+			return Task{}, violation("%s: %s after the record timestamp is out of range", HeaderAfter, quote(after.Value))
 		}
 	default:
 		return Task{}, violation("%s or %s: missing (give exactly one)", HeaderAt, HeaderAfter)
@@ -246,17 +249,25 @@ func parseAt(v []byte) (int64, error) {
 		if err != nil {
 			return 0, violation("%s: %s is out of range for unix ms", HeaderAt, quote(v))
 		}
-		return ms, nil
+		return ms, checkEpoch(ms, v)
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return 0, violation("%s: %s is not RFC 3339 or unix ms", HeaderAt, quote(v))
 	}
 	ms := t.UnixMilli()
-	if ms < 0 {
-		return 0, violation("%s: %s is before 1970", HeaderAt, quote(v))
+	return ms, checkEpoch(ms, v)
+}
+
+// checkEpoch refuses a due time at or before the unix epoch: 0 and
+// 1970-01-01T00:00:00Z are what a producer sends when it forgot to set the
+// time, and no time before 1970 is a meaningful due time. A past due time
+// after the epoch is delivered at once.
+func checkEpoch(ms int64, v []byte) error {
+	if ms <= 0 {
+		return violation("%s: %s is at or before the unix epoch (1970-01-01T00:00:00Z); give the due time (a past one is delivered at once)", HeaderAt, quote(v))
 	}
-	return ms, nil
+	return nil
 }
 
 // parseAfter reads delay-after: a Go duration ("90s", "1h30m") or plain

@@ -50,8 +50,16 @@
 // # Invariants
 //
 //   - After Decode, Task.Name != "" and Task.ID == TaskID(Task.Name) <= MaxID.
-//   - ExecAt >= 0; RowKey(s, r) sorts after RowKey(s, r') when r.ExecAt >
-//     r'.ExecAt within one salt.
+//   - After Decode, ExecAt > 0 and at most MaxDelay after now: a due time at
+//     or before the unix epoch (delay-at "0", "1970-01-01T00:00:00Z" or
+//     earlier) is refused, never read as "due now", and delay-after counts
+//     from the record timestamp, so a record without one (kafka-go sends 0
+//     for a zero Message.Time) is refused with "delay-after needs a record
+//     timestamp (producer sent none); set one or use delay-at". Re-reading a
+//     record therefore always yields the same (ID, ExecAt): one task.
+//   - Every Decode error wraps ErrContract and reads as its reason.
+//   - ExecAt >= 0 in a rowkey; RowKey(s, r) sorts after RowKey(s, r') when
+//     r.ExecAt > r'.ExecAt within one salt.
 //   - ParseRowKey(RowKey(s, r)) == r for every s and r.
 //   - Task.Headers never holds a delay-* control header (delay-topic,
 //     delay-at, delay-after, delay-id, delay-op, delay-error).

@@ -1,0 +1,86 @@
+package payload_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/payload"
+)
+
+// FuzzDecode feeds Decode arbitrary input records and checks the invariants
+// of the package doc on what it returns. The record is built from headers,
+// one "key=value" per line (a line without "=" is a header with a nil
+// value), key, value, the record timestamp in unix ms (0: none, as kafka-go
+// reads timestamp 0 or -1) and small, which lowers MaxPayload to 256 bytes.
+// The seed corpus is testdata/fuzz/FuzzDecode; make test runs it briefly.
+func FuzzDecode(f *testing.F) {
+	cfg := payload.DecodeConfig{AllowTopic: func(s string) bool { return s != "forbidden" }}
+	f.Fuzz(func(t *testing.T, headers string, key, value []byte, recordMs int64, small bool) {
+		m := kafka.Message{Topic: "delay-input", Partition: 1, Offset: 7, Key: key, Value: value}
+		if recordMs != 0 {
+			m.Time = time.UnixMilli(recordMs)
+		}
+		after := false
+		for line := range strings.SplitSeq(headers, "\n") {
+			if line == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(line, "=")
+			h := kafka.Header{Key: k}
+			if ok {
+				h.Value = []byte(v)
+			}
+			after = after || k == payload.HeaderAfter
+			m.Headers = append(m.Headers, h)
+		}
+		cfg := cfg
+		if small {
+			cfg.MaxPayload = 256
+		}
+
+		got, err := payload.Decode(m, now, cfg)
+		if err != nil {
+			if !errors.Is(err, payload.ErrContract) {
+				t.Fatalf("error %q does not wrap ErrContract", err)
+			}
+			if err.Error() == "" {
+				t.Fatal("error without a reason")
+			}
+			return
+		}
+		maxDelay := payload.DefaultMaxDelay.Milliseconds()
+		switch {
+		case got.Name == "":
+			t.Fatal("empty name")
+		case got.ID != payload.TaskID(got.Name) || got.ID > payload.MaxID:
+			t.Fatalf("ID %d, TaskID(%q) = %d, MaxID %d", got.ID, got.Name, payload.TaskID(got.Name), uint64(payload.MaxID))
+		case got.ExecAt <= 0:
+			t.Fatalf("exec_at %d at or before the epoch", got.ExecAt)
+		case got.ExecAt-now.UnixMilli() > maxDelay:
+			t.Fatalf("exec_at %d more than the maximum delay after now", got.ExecAt)
+		case after && m.Time.UnixMilli() <= 0:
+			t.Fatal("delay-after accepted without a record timestamp")
+		case got.Cancel && (got.Key != nil || got.Value != nil || got.Headers != nil):
+			t.Fatal("cancel carries a payload")
+		case !got.Cancel && (!topics.Legal(got.Topic) || topics.Internal(got.Topic) || got.Topic == "forbidden"):
+			t.Fatalf("task for topic %q", got.Topic)
+		}
+		for _, h := range got.Headers {
+			switch h.Key {
+			case payload.HeaderTopic, payload.HeaderAt, payload.HeaderAfter, payload.HeaderID, payload.HeaderOp, payload.HeaderError:
+				t.Fatalf("control header %q passed through", h.Key)
+			}
+		}
+		// A re-read of the same record is the same task.
+		again, err := payload.Decode(m, now, cfg)
+		if err != nil || !reflect.DeepEqual(again, got) {
+			t.Fatalf("second Decode = %+v, %v; first %+v", again, err, got)
+		}
+	})
+}
