@@ -9,17 +9,32 @@
 //
 //	{prefix}:{segment}:{shard}        e.g. delayq:202501311459:17
 //
-// with member = the id as a decimal string and score = exec_at in unix
-// milliseconds (exact in a float64 up to 2^53). The parts are:
+// with score = exec_at in unix milliseconds (exact in a float64 up to 2^53)
+// and one of two members:
 //
-//   - prefix: Config.Prefix, "delayq" by default. The braces above are
-//     placeholders, not Redis Cluster hash tags: keys spread over all slots.
+//   - "<id>", the id as a decimal string: the normal form, stored by a
+//     listpack as an integer;
+//   - "<id>@<exec_at>", e.g. "42@1738335540000": only when the zset already
+//     holds the plain "<id>" of another task (the same id at another
+//     exec_at, both due in this zset). Producers choose the delay-id
+//     (payload.TaskID maps it to the 63-bit id), so reusing one is allowed,
+//     not an error.
+//
+// Add indexes with ZADD NX, which never changes the score of a member that
+// is already there: a task never moves another task that reuses its id.
+//
+// The key parts are:
+//
+//   - prefix: Config.Prefix, DefaultPrefix ("delayq") by default. The braces
+//     above are placeholders, not Redis Cluster hash tags: keys spread over
+//     all slots.
 //   - segment: exec_at truncated to Config.Segment (counted from the unix
 //     epoch), formatted in UTC as YYYYMMDDHHMM, or YYYYMMDDHHMMSS when the
 //     segment length is not a whole number of minutes.
 //   - shard: mix64(id) mod Config.Shards, where mix64 is the 64-bit murmur3
 //     finalizer. Snowflake ids have structured low bits (sequence, node), so
-//     id mod shards would spread them badly.
+//     id mod shards would spread them badly. Every task of one id and
+//     segment lands in the same zset.
 //
 // The registry {prefix}:segments is one sorted set with member = segment
 // string and score = segment start (unix ms). It lists every segment that
@@ -42,39 +57,61 @@
 //     before the given time and all its shards are empty. Since Add never
 //     writes into an ended segment, a grace period longer than the clock skew
 //     between processes makes this race free.
-//   - Every command touches a single key (pipelines are fine), so Redis
-//     Cluster works unchanged, and no command carries more than MaxArgs
-//     arguments (Redis and Lua choke on very long argument lists).
-//   - Same id + same exec_at added twice is one member (ZADD is idempotent).
-//     Remove deletes exactly the members given (ZREM), so a duplicate scan
-//     removes nothing it did not read.
+//   - Same id + same exec_at added twice is one member: ZADD NX adds nothing
+//     when "<id>" is there with that score, and the check script adds
+//     nothing either. The same id at another exec_at is a second task with a
+//     member of its own, due at its own time.
+//   - Remove is exact: for each (id, exec_at) it removes "<id>" only when its
+//     score is exec_at, and "<id>@<exec_at>". It leaves no member of the
+//     tasks it is given and touches no other task, so a duplicate or late
+//     scan removes nothing it did not read, whatever was added since.
+//   - Rarely both forms of one task are in a zset: "<id>@t" was added while
+//     "<id>" held another task, that task was removed, and then (id, t) was
+//     added again (an input re-read). Due returns such a task once, Remove
+//     removes both members; only Backlog counts it twice until then.
+//   - Add refuses an entry with exec_at <= 0, exec_at > 2^53 or id > MaxID,
+//     and only that entry (BadEntryError lists them); it indexes the others.
+//
+// # Redis Cluster
+//
+// Every command and every script touches one key (the scripts get exactly
+// one key, KEYS[1]); no MULTI. Pipelines are not transactions: go-redis's
+// ClusterClient splits them by node, so a pipeline may mix keys of any
+// slots. No hash tag is needed, and none should be put in the prefix: it
+// would put every key into one slot. The scripts are sent with EVALSHA and
+// sent again with EVAL when a node answers NOSCRIPT (a restarted or
+// failed-over master). No command or script carries more than MaxArgs
+// arguments, and a script unpack()s fewer than Lua's limit of about 8,000.
 //
 // # Memory
 //
 // A sorted set with at most zset-max-listpack-entries members (default 128)
 // is a listpack: a member that fits an int64 is stored as an integer (task
 // ids are 63-bit, see payload.TaskID), so a member and its score (exec_at,
-// also an integer) take 10 bytes each, about 21 bytes with allocator
-// rounding. Past that limit it converts to a skiplist plus dict at about
+// also an integer) take about 10 bytes each. A "<id>@<exec_at>" member is a
+// string of about 32 bytes, which is why it is only used for the rare
+// reused id. Past the limit a zset converts to a skiplist plus dict at about
 // 125 bytes per member and never converts back, even when drained. Each key
 // also costs about 100 bytes of its own. Segment length and shard count are
 // the levers: pending tasks per segment / Shards should stay well under the
 // listpack limit. With the defaults (1-minute segments, 256 shards) a
 // million tasks due uniformly over an hour are 16.7k per segment, 65 per
-// zset on average and under 100 at most: the load tool measured 23.5 bytes
-// of used_memory per pending task, every zset a listpack (64 shards: 137
-// bytes, every zset a skiplist). Denser backlogs (more than about 1.3M tasks
-// due within an hour, evenly) want more shards or shorter segments.
+// zset on average; denser backlogs want more shards or shorter segments.
+// Measured figures are in the README, "Performance".
 //
 // # Costs
 //
-// DueKeys issues one ZCOUNT per shard of every registered segment that has
-// started, which is normally the current segment and perhaps one or two
-// undrained ones. Backlog and Retire issue one ZCARD per shard of every
-// segment they look at; Backlog looks at all registered segments, so with a
-// deep future backlog (30 days of 1-minute segments x 256 shards is 11M
-// commands) call it sparingly. Commands are sent in pipelines of at most
-// MaxPipeline commands.
+// Add sends one ZADD NX per zset, pipelined; only the ZADD NX calls that
+// added fewer members than they carried (tasks added again, reused ids) are
+// followed by one check script each (one ZMSCORE, plus a ZADD of the
+// "<id>@<exec_at>" members it needs). Remove runs one script per MaxArgs/2
+// entries (a ZMSCORE and a ZREM). DueKeys issues one ZCOUNT per shard of
+// every registered segment that has started, which is normally the current
+// segment and perhaps one or two undrained ones. Backlog and Retire issue
+// one ZCARD per shard of every segment they look at; Backlog looks at all
+// registered segments, so with a deep future backlog (30 days of 1-minute
+// segments x 256 shards is 11M commands) call it sparingly. Commands are
+// sent in pipelines of at most MaxPipeline commands.
 //
 // Index is safe for concurrent use; it starts no goroutines.
 package zset

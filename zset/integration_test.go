@@ -2,8 +2,11 @@ package zset
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +19,57 @@ import (
 func realRedis(t *testing.T) (*redis.Client, string) {
 	t.Helper()
 	return stacktest.RedisPrefix(t, "dqtest-zset")
+}
+
+// realIndex is an index on the local stack's Redis under a prefix of its
+// own, dropped at cleanup.
+func realIndex(t *testing.T, cfg Config) (*Index, redis.UniversalClient) {
+	t.Helper()
+	c, prefix := realRedis(t)
+	cfg.Prefix = prefix
+	ix, err := New(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix, c
+}
+
+// The Lua scripts, ZADD NX and ZMSCORE as the real Redis runs them.
+func TestRealRedisReusedID(t *testing.T) { testReusedID(t, realIndex) }
+func TestRealRedisModel(t *testing.T)    { testModel(t, realIndex) }
+func TestRealRedisBadEntry(t *testing.T) { testAddBadEntry(t, realIndex) }
+
+// TestRedisCluster runs the index tests against a Redis Cluster, whose
+// seeds DELAYQ_TEST_REDIS_CLUSTER lists (comma-separated): every command
+// and script must touch one key, and pipelines span slots.
+func TestRedisCluster(t *testing.T) {
+	seeds := os.Getenv("DELAYQ_TEST_REDIS_CLUSTER")
+	if seeds == "" {
+		if stacktest.CI() {
+			t.Fatal("DELAYQ_TEST_REDIS_CLUSTER is not set (CI=true)")
+		}
+		t.Skip("set DELAYQ_TEST_REDIS_CLUSTER=host:port,... to run against a Redis Cluster")
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(seeds, ",")})
+	t.Cleanup(func() { c.Close() })
+	clusterIndex := func(t *testing.T, cfg Config) (*Index, redis.UniversalClient) {
+		cfg.Prefix = fmt.Sprintf("dqtest-zset-cluster-%d", time.Now().UnixNano())
+		t.Cleanup(func() {
+			_ = c.ForEachMaster(context.Background(), func(ctx context.Context, node *redis.Client) error {
+				stacktest.DropKeys(t, node, cfg.Prefix)
+				return nil
+			})
+		})
+		ix, err := New(c, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix, c
+	}
+	t.Run("ReusedID", func(t *testing.T) { testReusedID(t, clusterIndex) })
+	t.Run("Model", func(t *testing.T) { testModel(t, clusterIndex) })
+	t.Run("BadEntry", func(t *testing.T) { testAddBadEntry(t, clusterIndex) })
+	t.Run("Index", func(t *testing.T) { testIndex(t, clusterIndex) })
 }
 
 // The foundation's check that go-redis pipelines ZADD and reads
@@ -54,13 +108,13 @@ func TestRealRedisPipelineZAddRangeByScoreLimit(t *testing.T) {
 	}
 }
 
-func TestRealRedisIndex(t *testing.T) {
+func TestRealRedisIndex(t *testing.T) { testIndex(t, realIndex) }
+
+// testIndex adds tasks over two segments, drains the due ones as a scanner
+// would, and retires the drained segment.
+func testIndex(t *testing.T, newIndex newIndexFunc) {
 	ctx := context.Background()
-	c, prefix := realRedis(t)
-	ix, err := New(c, Config{Prefix: prefix, Shards: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix, _ := newIndex(t, Config{Shards: 8})
 	now := time.Now()
 	segStart := now.Truncate(time.Minute)
 	var due, later []Entry

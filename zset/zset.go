@@ -14,40 +14,85 @@ import (
 )
 
 const (
-	// MaxArgs caps the arguments of one command (ZADD score/member pairs
-	// count two each).
+	// MaxArgs caps the arguments of one command or script (ZADD score/member
+	// pairs and script (exec_at, id) pairs count two each). Redis's Lua
+	// unpack() fails past about 8,000 values; the scripts stay below.
 	MaxArgs = 5000
 	// MaxPipeline caps the commands sent in one pipeline round trip.
 	MaxPipeline = 2000
 	// DefaultDueLimit is the Due limit used when limit <= 0.
 	DefaultDueLimit = 1000
-	// DefaultSegment and DefaultShards are the defaults of Config. 256
-	// shards of 1-minute segments keep every zset a listpack (at most 128
-	// members) up to about 1.3M tasks due per hour, evenly spread; see the
-	// package doc, "Memory".
+	// DefaultAddr is the Redis address delayd and delayctl use by default
+	// (their --redis flag); the index itself takes a ready client.
+	DefaultAddr = "127.0.0.1:6379"
+	// DefaultPrefix, DefaultSegment and DefaultShards are the defaults of
+	// Config. 256 shards of 1-minute segments keep every zset a listpack (at
+	// most 128 members) up to about 1.3M tasks due per hour, evenly spread;
+	// see the package doc, "Memory".
+	DefaultPrefix  = "delayq"
 	DefaultSegment = time.Minute
 	DefaultShards  = 256
+	// MaxID is the largest task id Add accepts, 2^63-1 (payload.MaxID): a
+	// member up to it fits a listpack integer.
+	MaxID = 1<<63 - 1
 
 	maxExecAt = 1 << 53 // largest exec_at a float64 score holds exactly
 )
 
 var (
-	// ErrBadEntry is returned by Add for an entry whose ExecAt is not a
-	// positive unix millisecond time that a score holds exactly.
+	// ErrConfig is wrapped by every Config.Validate error.
+	ErrConfig = errors.New("zset: invalid config")
+	// ErrBadEntry is wrapped by the *BadEntryError that Add returns for
+	// entries it refuses: ExecAt not a positive unix millisecond time that a
+	// score holds exactly, or ID above MaxID. Such an entry can never be
+	// indexed; retrying does not help.
 	ErrBadEntry = errors.New("zset: bad entry")
-	// ErrBadMember is returned when a zset holds a member that is not a
-	// decimal uint64 (something other than delayq wrote to the key).
+	// ErrBadMember is returned when a zset holds a member in neither member
+	// form (something other than delayq wrote to the key).
 	ErrBadMember = errors.New("zset: bad member")
 )
 
+// BadEntryError lists the entries an Add call refused. Add returns it only
+// after it indexed every other entry of the call.
+type BadEntryError struct {
+	// Indexes are the positions of the refused entries in the slice given
+	// to Add, ascending.
+	Indexes []int
+	// Reasons[i] says why the entry at Indexes[i] was refused.
+	Reasons []string
+}
+
+// Error lists the first three refused entries with their reasons.
+func (e *BadEntryError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %d refused:", ErrBadEntry, len(e.Indexes))
+	for i, idx := range e.Indexes {
+		if i == 3 {
+			fmt.Fprintf(&b, " and %d more", len(e.Indexes)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " #%d %s", idx, e.Reasons[i])
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrBadEntry.
+func (e *BadEntryError) Unwrap() error { return ErrBadEntry }
+
 // Config configures an Index. The zero value means the defaults.
 type Config struct {
-	// Prefix of every key. Default "delayq".
+	// Prefix of every key (default DefaultPrefix, "delayq"). Keep Redis
+	// Cluster hash tags ({...}) out of it: they would put every key in one
+	// slot.
 	Prefix string
 	// Segment is the time span of one zset, a whole number of seconds from
-	// 1s to 24h. Default 1m.
+	// 1s to 24h (default DefaultSegment, 1m).
 	Segment time.Duration
-	// Shards is the number of zsets per segment, 1 to 65536. Default 256.
+	// Shards is the number of zsets per segment, 1 to 65536 (default
+	// DefaultShards, 256).
 	Shards int
 	// Registerer receives the store_call_seconds and store_errors_total
 	// metrics; nil means they are not registered.
@@ -56,7 +101,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.Prefix == "" {
-		c.Prefix = "delayq"
+		c.Prefix = DefaultPrefix
 	}
 	if c.Segment == 0 {
 		c.Segment = DefaultSegment
@@ -66,22 +111,22 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Validate reports every problem with c at once.
+// Validate reports every problem with c at once, each wrapping ErrConfig.
+// New calls it after filling in the defaults.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Prefix == "" {
-		errs = append(errs, errors.New("zset: empty prefix"))
-	}
 	if c.Segment < time.Second || c.Segment > 24*time.Hour || c.Segment%time.Second != 0 {
-		errs = append(errs, fmt.Errorf("zset: segment %v: want whole seconds from 1s to 24h", c.Segment))
+		errs = append(errs, fmt.Errorf("%w: segment %v: want whole seconds from 1s to 24h", ErrConfig, c.Segment))
 	}
 	if c.Shards < 1 || c.Shards > 1<<16 {
-		errs = append(errs, fmt.Errorf("zset: shards %d: want 1 to 65536", c.Shards))
+		errs = append(errs, fmt.Errorf("%w: shards %d: want 1 to 65536", ErrConfig, c.Shards))
 	}
 	return errors.Join(errs...)
 }
 
-// Entry is one indexed task: member = decimal ID, score = ExecAt.
+// Entry is one indexed task. Its member is the decimal ID, or
+// "<ID>@<ExecAt>" when the zset already holds the plain ID of another task
+// (see the package doc); its score is ExecAt.
 type Entry struct {
 	ID     uint64
 	ExecAt int64 // unix milliseconds
@@ -186,6 +231,7 @@ func mix64(x uint64) uint64 {
 type plan struct {
 	segments []redis.Z // registry members: segment name, score start
 	groups   []group
+	bad      *BadEntryError
 }
 
 type group struct {
@@ -193,9 +239,23 @@ type group struct {
 	members []redis.Z
 }
 
+// check returns why e cannot be indexed, or "".
+func (e Entry) check() string {
+	switch {
+	case e.ExecAt <= 0:
+		return fmt.Sprintf("id %d: exec_at %d is not after the unix epoch", e.ID, e.ExecAt)
+	case e.ExecAt > maxExecAt:
+		return fmt.Sprintf("id %d: exec_at %d is past 2^53 ms", e.ID, e.ExecAt)
+	case e.ID > MaxID:
+		return fmt.Sprintf("id %d is above 2^63-1", e.ID)
+	}
+	return ""
+}
+
 // plan groups entries by target zset. Entries whose segment ended at or
-// before nowMs go to the segment of nowMs.
-func (ix *Index) plan(nowMs int64, entries []Entry) (plan, error) {
+// before nowMs go to the segment of nowMs. Bad entries are left out and
+// listed in plan.bad.
+func (ix *Index) plan(nowMs int64, entries []Entry) plan {
 	type gk struct {
 		seg   int64
 		shard int
@@ -204,16 +264,21 @@ func (ix *Index) plan(nowMs int64, entries []Entry) (plan, error) {
 	nowSeg := ix.segmentStart(nowMs)
 	byKey := make(map[gk]int, 8)
 	segIdx := make(map[int64]string, 2)
-	for _, e := range entries {
-		if e.ExecAt <= 0 || e.ExecAt > maxExecAt {
-			return plan{}, fmt.Errorf("%w: id %d exec_at %d", ErrBadEntry, e.ID, e.ExecAt)
+	for i, e := range entries {
+		if why := e.check(); why != "" {
+			if p.bad == nil {
+				p.bad = &BadEntryError{}
+			}
+			p.bad.Indexes = append(p.bad.Indexes, i)
+			p.bad.Reasons = append(p.bad.Reasons, why)
+			continue
 		}
 		seg := ix.segmentStart(e.ExecAt)
 		if seg+ix.segMs <= nowMs {
 			seg = nowSeg
 		}
 		k := gk{seg, ix.shard(e.ID)}
-		i, ok := byKey[k]
+		g, ok := byKey[k]
 		if !ok {
 			name, ok := segIdx[seg]
 			if !ok {
@@ -221,43 +286,181 @@ func (ix *Index) plan(nowMs int64, entries []Entry) (plan, error) {
 				segIdx[seg] = name
 				p.segments = append(p.segments, redis.Z{Score: float64(seg), Member: name})
 			}
-			i = len(p.groups)
-			byKey[k] = i
+			g = len(p.groups)
+			byKey[k] = g
 			p.groups = append(p.groups, group{key: ix.key(name, k.shard)})
 		}
-		p.groups[i].members = append(p.groups[i].members, redis.Z{
+		p.groups[g].members = append(p.groups[g].members, redis.Z{
 			Score:  float64(e.ExecAt),
 			Member: strconv.FormatUint(e.ID, 10),
 		})
 	}
-	return p, nil
+	return p
 }
 
+// addScript adds the (exec_at, id) pairs in ARGV to the zset KEYS[1], each
+// as a member of its own: nothing when the plain id is there with that score
+// (the same task), the plain id when it is missing, else "<id>@<exec_at>".
+// Add runs it only for the ZADD NX calls that added fewer members than they
+// carried, so the plain ids are normally all there: one ZMSCORE decides. It
+// unpacks at most len(ARGV) values, so callers keep ARGV under MaxArgs.
+var addScript = redis.NewScript(`
+local key = KEYS[1]
+local ids = {}
+for i = 2, #ARGV, 2 do
+	ids[#ids + 1] = ARGV[i]
+end
+local scores = redis.call('ZMSCORE', key, unpack(ids))
+local long = {}
+for j = 1, #ids do
+	local at, id, score = ARGV[2 * j - 1], ids[j], scores[j]
+	if not score then
+		if redis.call('ZADD', key, 'NX', at, id) == 1 then
+			score = at
+		else
+			score = redis.call('ZSCORE', key, id)
+		end
+	end
+	if tonumber(score) ~= tonumber(at) then
+		long[#long + 1] = at
+		long[#long + 1] = id .. '@' .. at
+	end
+end
+if #long > 0 then
+	redis.call('ZADD', key, unpack(long))
+end
+return #long / 2
+`)
+
+// removeScript removes the tasks (exec_at, id) in ARGV from the zset
+// KEYS[1]: the plain id member when its score is that exec_at, and the
+// member "<id>@<exec_at>" if there is one. It returns how many members it
+// removed. It unpacks at most len(ARGV) values, so callers keep ARGV under
+// MaxArgs.
+var removeScript = redis.NewScript(`
+local key = KEYS[1]
+local ids = {}
+for i = 2, #ARGV, 2 do
+	ids[#ids + 1] = ARGV[i]
+end
+local scores = redis.call('ZMSCORE', key, unpack(ids))
+local gone = {}
+for j = 1, #ids do
+	local at = ARGV[2 * j - 1]
+	if scores[j] and tonumber(scores[j]) == tonumber(at) then
+		gone[#gone + 1] = ids[j]
+	end
+	gone[#gone + 1] = ids[j] .. '@' .. at
+end
+return redis.call('ZREM', key, unpack(gone))
+`)
+
 // Add indexes entries: one registry ZADD for the segments touched, then one
-// ZADD per zset, all pipelined. An entry whose segment has already ended
-// relative to now goes into the segment of now, keeping its score.
-func (ix *Index) Add(ctx context.Context, now time.Time, entries []Entry) (err error) {
+// ZADD NX per zset, all pipelined. A ZADD NX that adds fewer members than it
+// carries met ids already in its zset (a task added again, or another task
+// reusing the id): addScript then adds those chunks exactly, in a second
+// pipeline. An entry whose segment has already ended relative to now goes
+// into the segment of now, keeping its score.
+//
+// Add refuses bad entries one by one (see ErrBadEntry) and indexes the
+// others: it returns a *BadEntryError only once every other entry is
+// indexed. Any other error is a Redis failure after which some entries may
+// be indexed and some not; adding them all again is harmless.
+func (ix *Index) Add(ctx context.Context, now time.Time, entries []Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	defer ix.metrics.observe("add", time.Now(), &err)
-	p, err := ix.plan(now.UnixMilli(), entries)
-	if err != nil {
-		return err
+	p := ix.plan(now.UnixMilli(), entries)
+	if len(p.groups) > 0 {
+		if err := ix.add(ctx, p); err != nil {
+			return fmt.Errorf("zset: add %d entries: %w", len(entries), err)
+		}
 	}
+	if p.bad != nil {
+		return p.bad
+	}
+	return nil
+}
+
+func (ix *Index) add(ctx context.Context, p plan) (err error) {
+	defer ix.metrics.observe("add", time.Now(), &err)
+	type zadd struct {
+		key     string
+		members []redis.Z
+		cmd     *redis.IntCmd
+	}
+	var sent []zadd
 	b := ix.newBatch()
 	for c := range slices.Chunk(p.segments, MaxArgs/2) {
 		b.add(ctx, func(pl redis.Pipeliner) { pl.ZAdd(ctx, ix.registry, c...) })
 	}
 	for _, g := range p.groups {
-		for c := range slices.Chunk(g.members, MaxArgs/2) {
-			b.add(ctx, func(pl redis.Pipeliner) { pl.ZAdd(ctx, g.key, c...) })
+		for c := range slices.Chunk(g.members, (MaxArgs-1)/2) { // NX counts
+			var cmd *redis.IntCmd
+			b.add(ctx, func(pl redis.Pipeliner) { cmd = pl.ZAddNX(ctx, g.key, c...) })
+			sent = append(sent, zadd{key: g.key, members: c, cmd: cmd})
 		}
 	}
 	if err := b.flush(ctx); err != nil {
-		return fmt.Errorf("zset: add %d entries: %w", len(entries), err)
+		return err
+	}
+	var checks []scriptCall
+	for _, z := range sent {
+		if z.cmd.Val() == int64(len(z.members)) {
+			continue
+		}
+		args := make([]any, 0, 2*len(z.members))
+		for _, m := range z.members {
+			args = append(args, int64(m.Score), m.Member)
+		}
+		checks = append(checks, scriptCall{key: z.key, args: args})
+	}
+	for c := range slices.Chunk(checks, MaxPipeline) {
+		if err := ix.runAll(ctx, addScript, c); err != nil {
+			return fmt.Errorf("add script: %w", err)
+		}
 	}
 	return nil
+}
+
+// scriptCall is one run of a script on one key.
+type scriptCall struct {
+	key  string
+	args []any
+}
+
+// runAll runs script once per call in one pipeline with EVALSHA, then the
+// calls that met NOSCRIPT (a Redis that has not cached the script yet, or a
+// failed-over replica) again with EVAL: a pipeline cannot fall back on its
+// own.
+func (ix *Index) runAll(ctx context.Context, script *redis.Script, calls []scriptCall) error {
+	for _, eval := range []bool{false, true} {
+		pl := ix.client.Pipeline()
+		cmds := make([]*redis.Cmd, len(calls))
+		for i, c := range calls {
+			if eval {
+				cmds[i] = script.Eval(ctx, pl, []string{c.key}, c.args...)
+			} else {
+				cmds[i] = script.EvalSha(ctx, pl, []string{c.key}, c.args...)
+			}
+		}
+		_, _ = pl.Exec(ctx) // every command carries its own error
+		var again []scriptCall
+		for i, cmd := range cmds {
+			switch err := cmd.Err(); {
+			case err == nil:
+			case !eval && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")):
+				again = append(again, calls[i])
+			default:
+				return err
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		calls = again
+	}
+	return nil // not reached: EVAL never answers NOSCRIPT
 }
 
 // segments returns registered segments with lo <= start <= hi.
@@ -299,50 +502,96 @@ func (ix *Index) DueKeys(ctx context.Context, until int64) (keys []string, err e
 	return keys, nil
 }
 
-// Due returns up to limit members of key with score <= until, lowest score
-// first (ZRANGEBYSCORE key -inf until LIMIT 0 limit WITHSCORES). limit <= 0
-// means DefaultDueLimit; it is capped at MaxArgs.
+// Due returns up to limit entries of key with score <= until, lowest score
+// first (ZRANGEBYSCORE key -inf until LIMIT 0 limit WITHSCORES), reading
+// both member forms. limit <= 0 means DefaultDueLimit; it is capped at
+// MaxArgs. Fewer than limit entries means nothing more was due. A member in
+// neither form is ErrBadMember.
 func (ix *Index) Due(ctx context.Context, key string, until int64, limit int) (entries []Entry, err error) {
 	defer ix.metrics.observe("due", time.Now(), &err)
 	if limit <= 0 {
 		limit = DefaultDueLimit
 	}
 	limit = min(limit, MaxArgs)
-	zs, err := ix.client.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
-		Min: "-inf", Max: strconv.FormatInt(until, 10), Count: int64(limit),
-	}).Result()
-	if err != nil {
-		return nil, fmt.Errorf("zset: due %s: %w", key, err)
-	}
-	entries = make([]Entry, 0, len(zs))
-	for _, z := range zs {
-		m, _ := z.Member.(string)
-		id, perr := strconv.ParseUint(m, 10, 64)
-		if perr != nil {
-			return nil, fmt.Errorf("%w: %s holds %q", ErrBadMember, key, m)
+	read := limit
+	for {
+		zs, err := ix.client.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+			Min: "-inf", Max: strconv.FormatInt(until, 10), Count: int64(read),
+		}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("zset: due %s: %w", key, err)
 		}
-		entries = append(entries, Entry{ID: id, ExecAt: int64(z.Score)})
+		entries = make([]Entry, 0, len(zs))
+		both := false // a member "<id>@<exec_at>" was read
+		for _, z := range zs {
+			m, _ := z.Member.(string)
+			e, long, ok := parseMember(m, z.Score)
+			if !ok {
+				return nil, fmt.Errorf("%w: %s holds %q (score %v)", ErrBadMember, key, m, z.Score)
+			}
+			both = both || long
+			entries = append(entries, e)
+		}
+		if both {
+			entries = dedupe(entries)
+		}
+		// Both forms of one task read as one entry: read that many more,
+		// so that a short answer still means nothing more is due.
+		if len(zs) < read || len(entries) >= limit || read >= 2*MaxArgs {
+			return entries[:min(len(entries), limit)], nil
+		}
+		read += limit - len(entries)
 	}
-	return entries, nil
 }
 
-// Remove deletes exactly the given members from key (ZREM), in commands of
-// at most MaxArgs members, pipelined.
+// parseMember reads a member "<id>" (score = exec_at) or "<id>@<exec_at>"
+// (long reports that form); the exec_at of the long form must be its score.
+func parseMember(m string, score float64) (e Entry, long, ok bool) {
+	id, at, long := strings.Cut(m, "@")
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return Entry{}, long, false
+	}
+	e = Entry{ID: n, ExecAt: int64(score)}
+	if long {
+		t, err := strconv.ParseInt(at, 10, 64)
+		if err != nil || t != e.ExecAt || float64(t) != score {
+			return Entry{}, long, false
+		}
+	}
+	return e, long, true
+}
+
+// dedupe drops repeated entries, keeping the first of each. Both forms of
+// one task can rarely be in a zset at once (see the package doc).
+func dedupe(entries []Entry) []Entry {
+	seen := make(map[Entry]bool, len(entries))
+	return slices.DeleteFunc(entries, func(e Entry) bool {
+		if seen[e] {
+			return true
+		}
+		seen[e] = true
+		return false
+	})
+}
+
+// Remove deletes the given tasks from key, score-checked: for each entry the
+// member "<ID>" only if its score is ExecAt, and the member
+// "<ID>@<ExecAt>". Another task reusing the ID stays. It runs one script per
+// MaxArgs/2 entries.
 func (ix *Index) Remove(ctx context.Context, key string, entries []Entry) (err error) {
 	if len(entries) == 0 {
 		return nil
 	}
 	defer ix.metrics.observe("remove", time.Now(), &err)
-	b := ix.newBatch()
-	for c := range slices.Chunk(entries, MaxArgs) {
-		members := make([]any, len(c))
-		for i, e := range c {
-			members[i] = strconv.FormatUint(e.ID, 10)
+	for c := range slices.Chunk(entries, MaxArgs/2) {
+		args := make([]any, 0, 2*len(c))
+		for _, e := range c {
+			args = append(args, e.ExecAt, e.ID)
 		}
-		b.add(ctx, func(pl redis.Pipeliner) { pl.ZRem(ctx, key, members...) })
-	}
-	if err := b.flush(ctx); err != nil {
-		return fmt.Errorf("zset: remove %d from %s: %w", len(entries), key, err)
+		if err := removeScript.Run(ctx, ix.client, []string{key}, args...).Err(); err != nil {
+			return fmt.Errorf("zset: remove %d from %s: %w", len(entries), key, err)
+		}
 	}
 	return nil
 }
@@ -404,9 +653,10 @@ func (ix *Index) Backlog(ctx context.Context) (out []SegmentCount, err error) {
 	return out, nil
 }
 
-// Pending reports whether e is still indexed: its member is in a zset of
-// its own segment, or of a later registered segment that had started by now
-// (where Add puts overdue entries), with score e.ExecAt.
+// Pending reports whether e is still indexed: a zset of its own segment, or
+// of a later registered segment that had started by now (where Add puts
+// overdue entries), holds the member "<ID>" with score e.ExecAt or the
+// member "<ID>@<ExecAt>".
 func (ix *Index) Pending(ctx context.Context, e Entry) (ok bool, err error) {
 	defer ix.metrics.observe("pending", time.Now(), &err)
 	own := ix.segmentStart(e.ExecAt)
@@ -422,19 +672,21 @@ func (ix *Index) Pending(ctx context.Context, e Entry) (ok bool, err error) {
 			names = append(names, name)
 		}
 	}
-	shard, member := ix.shard(e.ID), strconv.FormatUint(e.ID, 10)
+	shard := ix.shard(e.ID)
+	plain := strconv.FormatUint(e.ID, 10)
+	long := plain + "@" + strconv.FormatInt(e.ExecAt, 10)
 	for c := range slices.Chunk(names, MaxPipeline) {
 		pl := ix.client.Pipeline()
-		cmds := make([]*redis.FloatCmd, len(c))
+		cmds := make([]*redis.FloatSliceCmd, len(c))
 		for i, name := range c {
-			cmds[i] = pl.ZScore(ctx, ix.key(name, shard), member)
+			cmds[i] = pl.ZMScore(ctx, ix.key(name, shard), plain, long)
 		}
-		if _, err := pl.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		if _, err := pl.Exec(ctx); err != nil {
 			return false, fmt.Errorf("zset: pending %d: %w", e.ID, err)
 		}
 		for _, cmd := range cmds {
-			score, err := cmd.Result()
-			if err == nil && int64(score) == e.ExecAt {
+			// ZMSCORE reads a missing member as 0, never a valid exec_at.
+			if s := cmd.Val(); int64(s[0]) == e.ExecAt || s[1] != 0 {
 				return true, nil
 			}
 		}

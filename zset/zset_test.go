@@ -1,11 +1,15 @@
 package zset
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +70,11 @@ func TestConfigValidate(t *testing.T) {
 		if !errors.As(err, &joined) || len(joined.Unwrap()) != 2 {
 			t.Fatalf("want 2 joined errors, got %v", err)
 		}
+		for _, e := range joined.Unwrap() {
+			if !errors.Is(e, ErrConfig) {
+				t.Errorf("%v does not wrap ErrConfig", e)
+			}
+		}
 	})
 	if _, err := New(nil, Config{}); err == nil {
 		t.Fatal("New(nil client) succeeded")
@@ -91,7 +100,7 @@ func TestKey(t *testing.T) {
 			e := Entry{ID: 42, ExecAt: ms(tt.execAt)}
 			prefix := tt.cfg.Prefix
 			if prefix == "" {
-				prefix = "delayq"
+				prefix = DefaultPrefix
 			}
 			want := fmt.Sprintf("%s:%s:%d", prefix, tt.wantSeg, ix.shard(42))
 			if got := ix.Key(e); got != want {
@@ -117,7 +126,7 @@ func TestShardSpread(t *testing.T) {
 	}
 }
 
-func members(t *testing.T, c *redis.Client, key string) map[string]float64 {
+func members(t *testing.T, c redis.UniversalClient, key string) map[string]float64 {
 	t.Helper()
 	zs, err := c.ZRangeWithScores(context.Background(), key, 0, -1).Result()
 	if err != nil {
@@ -179,11 +188,261 @@ func TestAdd(t *testing.T) {
 	}
 }
 
-func TestAddBadEntry(t *testing.T) {
-	ix, _, _ := newTestIndex(t, Config{})
-	for _, e := range []Entry{{ID: 1, ExecAt: 0}, {ID: 1, ExecAt: -5}, {ID: 1, ExecAt: 1<<53 + 1}} {
-		if err := ix.Add(context.Background(), t0, []Entry{e}); !errors.Is(err, ErrBadEntry) {
-			t.Errorf("Add(%+v) = %v, want ErrBadEntry", e, err)
+func TestAddBadEntry(t *testing.T) { testAddBadEntry(t, miniIndex) }
+
+// testAddBadEntry: Add refuses bad entries one by one and indexes the rest.
+func testAddBadEntry(t *testing.T, newIndex newIndexFunc) {
+	ctx := context.Background()
+	ix, c := newIndex(t, Config{Shards: 1})
+	good := ms(t0.Add(time.Minute))
+	entries := []Entry{
+		{ID: 1, ExecAt: good},
+		{ID: 2, ExecAt: 0},         // the epoch
+		{ID: 3, ExecAt: good + 1},  //
+		{ID: 4, ExecAt: -5},        // before the epoch
+		{ID: 5, ExecAt: 1<<53 + 1}, // not exact in a score
+		{ID: MaxID + 1, ExecAt: good},
+		{ID: MaxID, ExecAt: good + 2},
+	}
+	err := ix.Add(ctx, t0, entries)
+	if !errors.Is(err, ErrBadEntry) {
+		t.Fatalf("Add = %v, want ErrBadEntry", err)
+	}
+	var bad *BadEntryError
+	if !errors.As(err, &bad) {
+		t.Fatalf("Add = %T %v, want a *BadEntryError", err, err)
+	}
+	if want := []int{1, 3, 4, 5}; !slices.Equal(bad.Indexes, want) || len(bad.Reasons) != len(want) {
+		t.Fatalf("refused %v (reasons %q), want %v", bad.Indexes, bad.Reasons, want)
+	}
+	for _, want := range []string{"#1 id 2: exec_at 0 is not after the unix epoch", "#3 id 4", "#4 id 5", "and 1 more"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	// The good ones are indexed all the same.
+	got := members(t, c, ix.Key(entries[0]))
+	want := map[string]float64{"1": float64(good), "3": float64(good + 1), strconv.FormatUint(MaxID, 10): float64(good + 2)}
+	if !maps.Equal(got, want) {
+		t.Fatalf("indexed %v, want %v", got, want)
+	}
+	// Nothing but bad entries: no Redis call at all, still the typed error.
+	if err := ix.Add(ctx, t0, entries[1:2]); !errors.As(err, &bad) || !slices.Equal(bad.Indexes, []int{0}) {
+		t.Fatalf("Add(one bad entry) = %v", err)
+	}
+	// All good: a nil error, not a typed nil.
+	if err := ix.Add(ctx, t0, entries[:1]); err != nil {
+		t.Fatalf("Add(good) = %v", err)
+	}
+}
+
+// newIndexFunc returns an index and its client for a test.
+type newIndexFunc func(*testing.T, Config) (*Index, redis.UniversalClient)
+
+// miniIndex is an index on a miniredis of its own.
+func miniIndex(t *testing.T, cfg Config) (*Index, redis.UniversalClient) {
+	ix, _, c := newTestIndex(t, cfg)
+	return ix, c
+}
+
+func TestReusedID(t *testing.T) { testReusedID(t, miniIndex) }
+
+// testReusedID: two tasks with one id, due in one zset (issue 11, "reused
+// ids"), are both indexed, each due at its own time, and removing one leaves
+// the other.
+func testReusedID(t *testing.T, newIndex newIndexFunc) {
+	ctx := context.Background()
+	at := func(d time.Duration) int64 { return ms(t0.Add(time.Hour + d)) }
+	first := Entry{ID: 7, ExecAt: at(10 * time.Second)}
+	second := Entry{ID: 7, ExecAt: at(40 * time.Second)}
+	other := Entry{ID: 8, ExecAt: at(20 * time.Second)}
+	for _, tt := range []struct {
+		name string
+		adds [][]Entry // Add calls in order
+	}{
+		{"first then second", [][]Entry{{first, other}, {second}}},
+		{"second then first", [][]Entry{{second}, {other, first}}},
+		{"one call", [][]Entry{{first, other, second}}},
+		{"each twice", [][]Entry{{first, first, other}, {second, first, second}, {other, second}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ix, c := newIndex(t, Config{Shards: 1})
+			key := ix.Key(first)
+			for _, es := range tt.adds {
+				if err := ix.Add(ctx, t0, es); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := c.ZCard(ctx, key).Val(); n != 3 {
+				t.Fatalf("%s holds %d members %v, want 3", key, n, members(t, c, key))
+			}
+			due := func(until int64) []Entry {
+				t.Helper()
+				es, err := ix.Due(ctx, key, until, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return es
+			}
+			if got, want := due(at(30*time.Second)), []Entry{first, other}; !slices.Equal(got, want) {
+				t.Fatalf("due by +30s = %v, want %v", got, want)
+			}
+			if got, want := due(at(time.Minute)), []Entry{first, other, second}; !slices.Equal(got, want) {
+				t.Fatalf("due by +60s = %v, want %v", got, want)
+			}
+			for _, e := range []Entry{first, second} {
+				if ok, err := ix.Pending(ctx, e); err != nil || !ok {
+					t.Fatalf("Pending(%v) = %v, %v", e, ok, err)
+				}
+			}
+
+			// The scanner read the second task and removes it; the first stays.
+			if err := ix.Remove(ctx, key, []Entry{second}); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := due(at(time.Minute)), []Entry{first, other}; !slices.Equal(got, want) {
+				t.Fatalf("after removing %v: due = %v, want %v", second, got, want)
+			}
+			if ok, _ := ix.Pending(ctx, second); ok {
+				t.Fatalf("Pending(%v) after its Remove", second)
+			}
+			// A stale Remove of the second again removes nothing.
+			if err := ix.Remove(ctx, key, []Entry{second}); err != nil {
+				t.Fatal(err)
+			}
+			if err := ix.Remove(ctx, key, []Entry{first, other}); err != nil {
+				t.Fatal(err)
+			}
+			if n := c.ZCard(ctx, key).Val(); n != 0 {
+				t.Fatalf("after removing all %s holds %v", key, members(t, c, key))
+			}
+		})
+	}
+
+	// The scanner's Remove of (id, t2) does not delete a fresh (id, t1)
+	// added after it read (id, t2).
+	t.Run("remove races a new task", func(t *testing.T) {
+		ix, _ := newIndex(t, Config{Shards: 1})
+		key := ix.Key(first)
+		if err := ix.Add(ctx, t0, []Entry{second}); err != nil {
+			t.Fatal(err)
+		}
+		read, err := ix.Due(ctx, key, second.ExecAt, 0)
+		if err != nil || !slices.Equal(read, []Entry{second}) {
+			t.Fatalf("Due = %v, %v", read, err)
+		}
+		if err := ix.Add(ctx, t0, []Entry{first}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Remove(ctx, key, read); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := ix.Due(ctx, key, second.ExecAt, 0); !slices.Equal(got, []Entry{first}) {
+			t.Fatalf("due after the race = %v, want %v", got, []Entry{first})
+		}
+	})
+}
+
+// The common case stays compact: distinct ids are plain decimal members
+// (listpack integers) and re-adding them sends no script.
+func TestMembersStayPlain(t *testing.T) {
+	ctx := context.Background()
+	ix, m, c := newTestIndex(t, Config{Shards: 1})
+	var evals int
+	m.Server().SetPreHook(func(_ *server.Peer, cmd string, _ ...string) bool {
+		if cmd == "EVAL" || cmd == "EVALSHA" {
+			evals++
+		}
+		return false
+	})
+	var entries []Entry
+	for i := range 100 {
+		entries = append(entries, Entry{ID: uint64(1000 + i), ExecAt: ms(t0.Add(time.Minute)) + int64(i)})
+	}
+	if err := ix.Add(ctx, t0, entries); err != nil {
+		t.Fatal(err)
+	}
+	if evals != 0 {
+		t.Fatalf("adding distinct ids ran %d scripts, want none", evals)
+	}
+	for member := range members(t, c, ix.Key(entries[0])) {
+		if _, err := strconv.ParseUint(member, 10, 64); err != nil {
+			t.Fatalf("member %q is not a plain id", member)
+		}
+	}
+	// Again: every ZADD NX adds nothing, one script checks the scores, and
+	// nothing changes. The first time the script is not cached yet: EVALSHA
+	// is refused (NOSCRIPT) and EVAL runs it.
+	for i, want := range []int{2, 3} {
+		if err := ix.Add(ctx, t0, entries); err != nil {
+			t.Fatal(err)
+		}
+		if evals != want {
+			t.Fatalf("adding the same tasks again (%d) ran %d scripts in all, want %d", i+1, evals, want)
+		}
+		if n := c.ZCard(ctx, ix.Key(entries[0])).Val(); n != 100 {
+			t.Fatalf("after adding again the zset holds %d, want 100", n)
+		}
+	}
+}
+
+func TestModel(t *testing.T) { testModel(t, miniIndex) }
+
+// testModel runs random Add, Due and Remove calls on a few ids and due
+// times in one zset and compares what Due returns with a set of tasks.
+func testModel(t *testing.T, newIndex newIndexFunc) {
+	ctx := context.Background()
+	ix, _ := newIndex(t, Config{Shards: 1})
+	rng := rand.New(rand.NewPCG(1, 2))
+	base := ms(t0.Add(time.Hour))
+	random := func() Entry {
+		return Entry{ID: uint64(1 + rng.IntN(4)), ExecAt: base + int64(rng.IntN(4))*1000}
+	}
+	key := ix.Key(Entry{ID: 1, ExecAt: base})
+	model := map[Entry]bool{}
+	for step := range 2000 {
+		switch op := rng.IntN(3); op {
+		case 0:
+			es := []Entry{random(), random()}
+			if err := ix.Add(ctx, t0, es); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				model[e] = true
+			}
+		case 1:
+			es := []Entry{random()}
+			if rng.IntN(2) == 0 { // what a scanner read, or a stale read
+				if due, _ := ix.Due(ctx, key, base+int64(rng.IntN(4))*1000, 1+rng.IntN(3)); len(due) > 0 {
+					es = due
+				}
+			}
+			if err := ix.Remove(ctx, key, es); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				delete(model, e)
+			}
+		case 2:
+			until := base + int64(rng.IntN(4))*1000
+			got, err := ix.Due(ctx, key, until, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []Entry
+			for e := range model {
+				if e.ExecAt <= until {
+					want = append(want, e)
+				}
+			}
+			less := func(a, b Entry) int {
+				return cmp.Or(cmp.Compare(a.ExecAt, b.ExecAt), cmp.Compare(a.ID, b.ID))
+			}
+			slices.SortFunc(got, less)
+			slices.SortFunc(want, less)
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d: Due(%d) = %v, want %v", step, until, got, want)
+			}
 		}
 	}
 }
@@ -301,18 +560,66 @@ func TestDueKeysAndDue(t *testing.T) {
 	}
 }
 
-func TestDueBadMember(t *testing.T) {
+func TestDueMemberForms(t *testing.T) {
 	ctx := context.Background()
-	ix, _, c := newTestIndex(t, Config{})
-	c.ZAdd(ctx, "delayq:202501311459:0", redis.Z{Score: 1, Member: "not-a-number"})
-	if _, err := ix.Due(ctx, "delayq:202501311459:0", 10, 10); !errors.Is(err, ErrBadMember) {
-		t.Fatalf("Due = %v, want ErrBadMember", err)
+	const key = "delayq:202501311459:0"
+	t.Run("both forms", func(t *testing.T) {
+		ix, _, c := newTestIndex(t, Config{})
+		c.ZAdd(ctx, key,
+			redis.Z{Score: 10, Member: "5"},
+			redis.Z{Score: 20, Member: "5@20"},
+			redis.Z{Score: 20, Member: "6"},
+			redis.Z{Score: 30, Member: "6@30"},
+			redis.Z{Score: 30, Member: "6"[:1] + "@30"}, // the same member
+		)
+		got, err := ix.Due(ctx, key, 100, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Entry{{5, 10}, {5, 20}, {6, 20}, {6, 30}}
+		if !slices.Equal(got, want) {
+			t.Fatalf("Due = %v, want %v", got, want)
+		}
+	})
+	// Both forms of one task (see the package doc) read as one entry.
+	t.Run("duplicate forms", func(t *testing.T) {
+		ix, _, c := newTestIndex(t, Config{})
+		c.ZAdd(ctx, key, redis.Z{Score: 20, Member: "5"}, redis.Z{Score: 20, Member: "5@20"}, redis.Z{Score: 20, Member: "51"})
+		got, err := ix.Due(ctx, key, 100, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []Entry{{5, 20}, {51, 20}}; !slices.Equal(got, want) {
+			t.Fatalf("Due = %v, want %v", got, want)
+		}
+		// A limit that the second form would fill: still two entries.
+		if got, err := ix.Due(ctx, key, 100, 2); err != nil || !slices.Equal(got, []Entry{{5, 20}, {51, 20}}) {
+			t.Fatalf("Due limit 2 = %v, %v; want both tasks", got, err)
+		}
+		if got, err := ix.Due(ctx, key, 100, 1); err != nil || !slices.Equal(got, []Entry{{5, 20}}) {
+			t.Fatalf("Due limit 1 = %v, %v; want the first task", got, err)
+		}
+		if err := ix.Remove(ctx, key, got[:1]); err != nil {
+			t.Fatal(err)
+		}
+		if left := members(t, c, key); !maps.Equal(left, map[string]float64{"51": 20}) {
+			t.Fatalf("Remove left %v, want only 51", left)
+		}
+	})
+	for _, member := range []string{"not-a-number", "-1", "5@", "5@x", "5@11", "@10", "5@10@10", ""} {
+		t.Run("bad "+member, func(t *testing.T) {
+			ix, _, c := newTestIndex(t, Config{})
+			c.ZAdd(ctx, key, redis.Z{Score: 10, Member: member})
+			if _, err := ix.Due(ctx, key, 10, 10); !errors.Is(err, ErrBadMember) {
+				t.Fatalf("Due over %q = %v, want ErrBadMember", member, err)
+			}
+		})
 	}
 }
 
 func TestRemove(t *testing.T) {
 	ctx := context.Background()
-	ix, _, c := newTestIndex(t, Config{Shards: 1})
+	ix, m, c := newTestIndex(t, Config{Shards: 1})
 	var entries []Entry
 	for i := range MaxArgs + 10 {
 		entries = append(entries, Entry{ID: uint64(i + 1), ExecAt: ms(t0.Add(time.Minute))})
@@ -321,6 +628,16 @@ func TestRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := ix.Key(entries[0])
+	var scripts []int // argument count of every script run
+	m.Server().SetPreHook(func(_ *server.Peer, cmd string, args ...string) bool {
+		if cmd == "EVAL" || cmd == "EVALSHA" {
+			scripts = append(scripts, len(args)-3) // script, numkeys, key
+		}
+		return false
+	})
+	if err := removeScript.Load(ctx, c).Err(); err != nil { // count EVALSHAs only
+		t.Fatal(err)
+	}
 	// Remove all but the last 3, plus one id that is not there.
 	rm := append(slices.Clone(entries[:len(entries)-3]), Entry{ID: 999_999})
 	if err := ix.Remove(ctx, key, rm); err != nil {
@@ -333,6 +650,16 @@ func TestRemove(t *testing.T) {
 	for _, e := range entries[len(entries)-3:] {
 		if _, ok := got[strconv.FormatUint(e.ID, 10)]; !ok {
 			t.Fatalf("Remove deleted %d, which it was not given", e.ID)
+		}
+	}
+	// (MaxArgs+7) entries: three scripts, none with more than MaxArgs
+	// arguments (their unpack() stays under Lua's limit).
+	if len(scripts) != 3 {
+		t.Fatalf("Remove ran %d scripts, want 3", len(scripts))
+	}
+	for _, n := range scripts {
+		if n > MaxArgs {
+			t.Fatalf("a script carried %d arguments, cap is %d", n, MaxArgs)
 		}
 	}
 	if err := ix.Remove(ctx, key, nil); err != nil {
@@ -505,8 +832,8 @@ func BenchmarkPlan(b *testing.B) {
 		b.Run(strconv.Itoa(size), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := ix.plan(nowMs, entries); err != nil {
-					b.Fatal(err)
+				if p := ix.plan(nowMs, entries); p.bad != nil {
+					b.Fatal(p.bad)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/entry")

@@ -2,6 +2,33 @@
 // task in one row of a pre-split HBase table under the salted rowkey of
 // package payload, and CreateTable creates that table.
 //
+// # Table
+//
+// CreateTable creates the table pre-split into one region per salt (split
+// keys {1}..{salts-1}, see payload.SplitKeys), with the family below and
+// the table attribute
+//
+//	delayq.salts = <salt count, decimal>      (SaltsAttribute)
+//
+// in the table descriptor (the HBase shell shows it under METADATA). The
+// salt count is part of every rowkey: a process configured with another
+// count would write rows no reader finds and miss every row already there.
+// So CreateTable, which every delayd runs at start, checks an existing
+// table instead of ignoring it and returns an error wrapping
+// ErrSaltsMismatch, naming both counts. A table made before the attribute
+// existed gets its count from its regions: the one-byte start keys of the
+// pre-split ({1}..{k} means k+1 salts; HBase's own later splits are at
+// 17-byte row keys). A different count is a mismatch; the same count, or
+// regions that do not show one (merged, or split otherwise), is accepted and
+// recorded with a ModifyTable, which reopens the table's regions once.
+//
+// gohbase can set table attributes at creation but has no call to read a
+// descriptor or modify a table; GetTableDescriptors and ModifyTable are
+// sent as master calls of this package's own (masterCall) through the admin
+// client's SendRPC. A metadata row was the alternative, but it is not atomic
+// with the creation (two instances starting at once) and takes a rowkey
+// outside every salt's range.
+//
 // # HBase columns
 //
 // One column family "d", VERSIONS 1, no family TTL. Qualifiers:

@@ -23,7 +23,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		errors:      metric.Register(reg, &errs, metric.NewStoreErrors()),
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("payload: register metrics: %w", err)
+		return nil, fmt.Errorf("hbase: register metrics: %w", err)
 	}
 	return m, nil
 }

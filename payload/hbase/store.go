@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +20,7 @@ import (
 	"github.com/delayq/delayq/payload"
 )
 
-// Store defaults.
+// Config defaults.
 const (
 	DefaultZK            = "127.0.0.1:2181"
 	DefaultTable         = "delayq_tasks"
@@ -59,26 +57,30 @@ const (
 	scanRenew = 20 * time.Second
 )
 
-// Config configures the Store store. The zero value means the defaults.
+// ErrConfig is wrapped by every Config.Validate error.
+var ErrConfig = errors.New("hbase: invalid config")
+
+// Config configures a Store. The zero value means the defaults.
 type Config struct {
-	// ZK is the ZooKeeper quorum of the Store cluster (default
+	// ZK is the ZooKeeper quorum of the HBase cluster (default DefaultZK,
 	// 127.0.0.1:2181).
 	ZK string
-	// Table is the Store table (default delayq_tasks), created by
-	// CreateTable with the same Salts.
+	// Table is the HBase table (default DefaultTable, delayq_tasks), created
+	// by CreateTable with the same Salts.
 	Table string
 	// Salts is the number of salt values and pre-split regions, 1..256
-	// (default 16). It is part of the stored data: never change it for an
-	// existing table.
+	// (default DefaultSalts, 16). It is part of the stored data: CreateTable
+	// records it in the table and refuses another count later.
 	Salts int
-	// Retention is how long a row outlives its due time (default 7 days).
+	// Retention is how long a row outlives its due time (default
+	// DefaultRetention, 7 days).
 	Retention time.Duration
 	// PutBatch is the most rows one SendBatch call carries, for puts and gets
-	// (default 500).
+	// (default DefaultPutBatch, 500).
 	PutBatch int
 	// FlushInterval is how long gohbase waits to fill a region server's RPC
-	// queue before it sends a partial batch (default 1 ms; negative: send at
-	// once).
+	// queue before it sends a partial batch (default DefaultFlushInterval,
+	// 1 ms; negative: send at once).
 	FlushInterval time.Duration
 	// RPCQueueSize is how many RPCs gohbase queues per region server before
 	// it sends them (default PutBatch, so a full chunk goes at once).
@@ -116,25 +118,26 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Validate reports every invalid field at once.
+// Validate reports every invalid field at once, each wrapping ErrConfig.
+// New calls it after filling in the defaults.
 func (c Config) Validate() error {
 	var errs []error
 	if c.Salts < 1 || c.Salts > payload.MaxSalts {
-		errs = append(errs, fmt.Errorf("payload: Salts %d out of range 1..%d", c.Salts, payload.MaxSalts))
+		errs = append(errs, fmt.Errorf("%w: Salts %d out of range 1..%d", ErrConfig, c.Salts, payload.MaxSalts))
 	}
 	if c.Retention < 0 || c.Retention > maxTTL {
-		errs = append(errs, fmt.Errorf("payload: Retention %v out of range 0..%v", c.Retention, maxTTL))
+		errs = append(errs, fmt.Errorf("%w: Retention %v out of range 0..%v", ErrConfig, c.Retention, maxTTL))
 	}
 	if c.PutBatch < 0 {
-		errs = append(errs, fmt.Errorf("payload: PutBatch %d is negative", c.PutBatch))
+		errs = append(errs, fmt.Errorf("%w: PutBatch %d is negative", ErrConfig, c.PutBatch))
 	}
 	if c.RPCQueueSize < 0 {
-		errs = append(errs, fmt.Errorf("payload: RPCQueueSize %d is negative", c.RPCQueueSize))
+		errs = append(errs, fmt.Errorf("%w: RPCQueueSize %d is negative", ErrConfig, c.RPCQueueSize))
 	}
 	return errors.Join(errs...)
 }
 
-// Store is the production Store: one row per task in a salted, pre-split
+// Store is the production payload.Store: one row per task in a salted, pre-split
 // table (see the package doc for the layout). It is safe for concurrent use.
 type Store struct {
 	client    gohbase.Client
@@ -219,7 +222,7 @@ func (h *Store) Put(ctx context.Context, tasks []payload.Task) (err error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return fmt.Errorf("payload: hbase put %d tasks: %w", len(tasks), err)
+		return fmt.Errorf("hbase: put %d tasks: %w", len(tasks), err)
 	}
 	return nil
 }
@@ -227,7 +230,7 @@ func (h *Store) Put(ctx context.Context, tasks []payload.Task) (err error) {
 // mutation builds the put of one task and returns its payload size.
 func (h *Store) mutation(ctx context.Context, t *payload.Task, now int64) (*hrpc.Mutate, int, error) {
 	if t.ExecAt < 0 {
-		return nil, 0, fmt.Errorf("payload: task %q: negative exec_at %d", t.Name, t.ExecAt)
+		return nil, 0, fmt.Errorf("hbase: task %q: negative exec_at %d", t.Name, t.ExecAt)
 	}
 	var cols map[string][]byte
 	if t.Cancel {
@@ -253,7 +256,7 @@ func (h *Store) mutation(ctx context.Context, t *payload.Task, now int64) (*hrpc
 	put, err := hrpc.NewPut(ctx, h.table, payload.RowKey(h.salts, t.Ref()),
 		map[string]map[string][]byte{family: cols}, hrpc.TTL(ttl))
 	if err != nil {
-		return nil, 0, fmt.Errorf("payload: put %q: %w", t.Name, err)
+		return nil, 0, fmt.Errorf("hbase: put %q: %w", t.Name, err)
 	}
 	return put, size, nil
 }
@@ -274,7 +277,7 @@ func (h *Store) Get(ctx context.Context, refs []payload.Ref) (_ []*payload.Task,
 		g.Go(func() error { return h.getChunk(gctx, refs[lo:hi], out[lo:hi]) })
 	}
 	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("payload: hbase get %d rows: %w", len(refs), err)
+		return nil, fmt.Errorf("hbase: get %d rows: %w", len(refs), err)
 	}
 	return out, nil
 }
@@ -356,7 +359,7 @@ func (h *Store) Scan(ctx context.Context, from, to int64, fn func(payload.Task) 
 		start, stop := payload.ScanRange(byte(s), from, to)
 		scan, err := hrpc.NewScanRange(ctx, h.table, start, stop, hrpc.RenewInterval(scanRenew))
 		if err != nil {
-			return fmt.Errorf("payload: hbase scan: %w", err)
+			return fmt.Errorf("hbase: scan: %w", err)
 		}
 		c := &cursor{sc: h.client.Scan(scan)}
 		if err := c.next(); err != nil {
@@ -364,7 +367,7 @@ func (h *Store) Scan(ctx context.Context, from, to int64, fn func(payload.Task) 
 			if err == io.EOF {
 				continue
 			}
-			return fmt.Errorf("payload: hbase scan salt %d: %w", s, shortError{err})
+			return fmt.Errorf("hbase: scan salt %d: %w", s, shortError{err})
 		}
 		cursors = append(cursors, c)
 	}
@@ -373,7 +376,7 @@ func (h *Store) Scan(ctx context.Context, from, to int64, fn func(payload.Task) 
 		c := cursors[0]
 		t, err := c.task()
 		if err != nil {
-			return fmt.Errorf("payload: hbase scan: %w", err)
+			return fmt.Errorf("hbase: scan: %w", err)
 		}
 		if err := fn(*t); err != nil {
 			return err
@@ -385,7 +388,7 @@ func (h *Store) Scan(ctx context.Context, from, to int64, fn func(payload.Task) 
 			c.sc.Close()
 			heap.Pop(&cursors)
 		default:
-			return fmt.Errorf("payload: hbase scan: %w", shortError{err})
+			return fmt.Errorf("hbase: scan: %w", shortError{err})
 		}
 	}
 	return nil
@@ -499,95 +502,3 @@ func (e shortError) Error() string {
 }
 
 func (e shortError) Unwrap() error { return e.err }
-
-// CreateTable creates table pre-split into one region per salt, with the one
-// column family (VERSIONS 1). It is idempotent: an existing table is not an
-// error (and is not checked). While Store is still starting (master
-// initializing, PleaseHoldException) it retries with backoff until ctx ends.
-func CreateTable(ctx context.Context, zk, table string, salts int) error {
-	if salts < 1 || salts > payload.MaxSalts {
-		return fmt.Errorf("payload: create table %s: salts %d out of range 1..%d", table, salts, payload.MaxSalts)
-	}
-	// gohbase's admin client cannot be closed (its Close panics on a nil
-	// channel), so CreateTable dials the master itself and closes that
-	// connection when it is done, which ends the region client's goroutines.
-	var conns connTracker
-	defer conns.closeAll()
-	ac := gohbase.NewAdminClient(zk,
-		gohbase.Logger(slog.New(slog.DiscardHandler)),
-		gohbase.RegionDialer(conns.dial))
-	families := map[string]map[string]string{family: {"VERSIONS": "1"}}
-	backoff := 100 * time.Millisecond
-	for {
-		ct := hrpc.NewCreateTable(ctx, []byte(table), families, hrpc.SplitKeys(payload.SplitKeys(salts)))
-		err := ac.CreateTable(ct)
-		switch {
-		case err == nil, isTableExists(err):
-			return nil
-		case ctx.Err() != nil:
-			return fmt.Errorf("payload: create table %s: %w (last error: %v)", table, ctx.Err(), shortError{err})
-		case !isStarting(err):
-			return fmt.Errorf("payload: create table %s: %w", table, shortError{err})
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("payload: create table %s: %w (last error: %v)", table, ctx.Err(), shortError{err})
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 2*time.Second)
-	}
-}
-
-// connTracker dials TCP connections and closes them all at the end.
-type connTracker struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	done  bool
-}
-
-func (t *connTracker) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.done {
-		c.Close()
-		return nil, net.ErrClosed
-	}
-	t.conns = append(t.conns, c)
-	return c, nil
-}
-
-func (t *connTracker) closeAll() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.done = true
-	for _, c := range t.conns {
-		c.Close()
-	}
-	t.conns = nil
-}
-
-func isTableExists(err error) bool {
-	return strings.Contains(err.Error(), "TableExistsException")
-}
-
-// isStarting reports whether err says Store is still starting up.
-func isStarting(err error) bool {
-	s := err.Error()
-	for _, m := range []string{
-		"PleaseHoldException",
-		"ServerNotRunningYetException",
-		"MasterNotRunningException",
-		"is initializing",
-		"NotServingRegionException",
-	} {
-		if strings.Contains(s, m) {
-			return true
-		}
-	}
-	return false
-}

@@ -3,6 +3,7 @@ package hbase_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -266,7 +267,16 @@ func TestHBaseConfigValidate(t *testing.T) {
 			t.Errorf("error %q does not report %s", err, field)
 		}
 	}
-	if err := hbase.CreateTable(t.Context(), "127.0.0.1:1", "x", 0); err == nil {
-		t.Error("CreateTable accepted 0 salts")
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != 4 {
+		t.Fatalf("want 4 joined errors, got %v", err)
+	}
+	for _, e := range joined.Unwrap() {
+		if !errors.Is(e, hbase.ErrConfig) {
+			t.Errorf("%v does not wrap ErrConfig", e)
+		}
+	}
+	if err := hbase.CreateTable(t.Context(), "127.0.0.1:1", "x", 0); !errors.Is(err, hbase.ErrConfig) {
+		t.Errorf("CreateTable(0 salts) = %v, want ErrConfig", err)
 	}
 }
