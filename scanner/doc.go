@@ -1,73 +1,90 @@
-// Package scanner is the last stage of delayq: it consumes scan tasks from the
-// delay-scan topic and delivers the tasks they point at to their business
-// topics.
+// Package scanner is the last stage of delayq: it consumes scan tasks from
+// the delay-scan topic and delivers the tasks they point at to their
+// business topics. See docs/ARCHITECTURE.md for where it sits in the flow.
 //
-// A scan task (scantask.Task) names one Redis zset and an upper bound
-// `until`, which the dispatcher sets one tick ahead of its tick. Scanning it
-// is a loop of steps: read up to BatchSize entries up to until
-// (ZRANGEBYSCORE -inf until LIMIT); of those, take the ones already due
-// (score <= now: a prefix, since they come lowest score first), fetch their
-// payloads from the store in one batch, produce the deliverable ones in one
-// WriteMessages call, then remove exactly those entries (delivered,
-// cancelled, missing or routed to the failed topic); repeat while full
-// batches are due. When the next entry up to until is not due yet, the step
-// ends and the task waits until that entry's exec_at, rounded up to a
-// multiple of Coalesce (50 ms by default, so that the zsets of a worker
-// share steps); when no entry up to until is left, the task is done. A task
-// is therefore never delivered before its exec_at, and one whose scan task
-// came ahead of time is late by the rounding and the time a step takes.
+// Words: a scan task is a delay-scan message (scantask.Task: a zset and
+// an upper bound until); an entry is a zset member (id, exec_at); a task
+// is a stored payload (payload.Task); a delivery is a task's message on
+// its way out.
 //
-// Between reads of its zset a scan task keeps the entries it read and not
-// yet delivered, so a wake costs one store Get and one write and no Redis
-// call; the entries it delivered are removed (one ZREM) before the zset is
-// read again, before the task is done, and on stop.
+// # Steps
+//
+// Scanning a scan task is a loop of steps. A step reads up to BatchSize
+// entries up to until (ZRANGEBYSCORE -inf until LIMIT), takes the ones
+// already due (score <= now: a prefix, lowest score first), loads their
+// tasks from the store in one Get (load.go) and produces the messages, one
+// WriteMessages call per topic (deliver.go); then it settles the entries
+// it is done with (delivered, cancelled, missing, or sent to the failed
+// topic). When the next entry is not due yet the scan task waits until
+// that entry's exec_at, rounded up to a multiple of Coalesce so that the
+// zsets of a worker share steps; when nothing up to until is left, it is
+// done. Between reads a scan task keeps the entries it read, so a wake
+// costs one store Get and one write and no Redis call; settled entries are
+// removed (one ZREM) before the zset is read again, before the scan task
+// is done, and on stop.
+//
+// A write that fails for some of its messages, or for a reason of their
+// own, parks them (park.go): the worker writes each again alone, one
+// message per produce request, off the step's critical path, and judges it
+// by that answer alone; kafka-go gives every message of a partition batch
+// the batch's error. A write that fails for all its messages for a reason
+// that is not theirs (brokers unreachable) is an outage: the stage stalls.
 //
 // # Goroutines
 //
-// Run joins the consumer group (GroupID, default "delayq-scanner") through
-// kafka-go's ConsumerGroup / Generation API. For each generation it starts one
-// goroutine with Generation.Start; that goroutine runs, per assigned partition,
-// a fetch loop on a partition Reader positioned at the generation's offset and
-// a pool of Workers goroutines, and commits offsets every CommitInterval. A scan
-// task goes to worker hash(zset) % Workers, so inside a partition one zset is
-// only ever scanned by one goroutine (the Kafka key is the zset, so across the
-// group it is scanned by one partition). A worker holds the scan tasks of each
-// of its zsets in offset order and runs one zset's tasks one after the other.
-// Zsets that wait for their next entry sit in a timer heap, so a waiting
-// zset never delays another, and the worker steps all its zsets that are due
-// together: one store Get and one write for all their due entries.
-// Run returns only after every goroutine it started has ended.
+// Run joins the consumer group (GroupID, default "delayq-scanner"; timing
+// and partition watching from kafka/consumer) through kafka-go's
+// Generation API. For each generation it starts one goroutine with
+// Generation.Start; that goroutine runs, per assigned partition, a fetch
+// loop on a partition Reader positioned at the generation's offset and a
+// pool of Workers goroutines, and commits offsets every CommitInterval. A
+// scan task goes to worker hash(zset) % Workers, so inside a partition one
+// zset is only ever scanned by one goroutine; the Kafka key is the zset,
+// and a partition skips the scan tasks of zsets that the topic's current
+// partition count sends elsewhere (after the topic grew), so across the
+// group one zset is scanned by one partition. A worker holds the scan
+// tasks of each of its zsets in offset order and runs one zset's tasks one
+// after the other; zsets that wait for their next entry sit in a timer
+// heap and parked deliveries in another, so a waiting zset or a refused
+// message never delays another zset. A worker writes its parked
+// deliveries, and a drain removes settled entries, from short-lived
+// goroutines it waits for. Run returns only after every goroutine it
+// started has ended.
 //
 // # Invariants
 //
-//   - Nothing is delivered before its exec_at: a step takes only entries with
-//     score <= now.
-//   - Nothing is removed from the index before it was produced: an entry leaves
-//     its zset only after the write of its message succeeded, or after the
-//     store showed it cancelled or missing, or after it was produced to the
-//     failed topic (FailedTopic) because its business topic refused it for good.
-//     Removal waits for the task's next read of its zset, its end or a stop,
-//     so a crash (kill -9) delivers again what a running scan task produced
-//     since its last read: at least once, as after any crash.
-//   - Offsets are committed through a sliding window (consumer.Window): the
-//     committed offset is the low-water mark of finished scan tasks and never
-//     goes backwards. A task that was not finished (stop, rebalance) is read
-//     again by the next owner; scanning it again is harmless because a scan
-//     removes only what it read and produced.
-//   - Stop (Run's ctx cancelled) and rebalance: fetching stops at once, queued
-//     scan tasks that have not started and scan tasks waiting for their next
-//     entry are left for the next owner (their offsets stay unfinished), a
-//     step in flight continues for up to DrainTimeout. After that deadline no new
-//     batch and no new write starts, but a write already started is never cut
-//     short (kafka-go keeps producing a batch after WriteMessages returned
-//     ctx.Err(), so its outcome would be unknown) and a batch whose messages
-//     were produced always gets its entries removed, each with a short grace,
-//     held scan tasks included.
-//     Then the offsets are committed and, on stop, the member leaves the
-//     group. That is what makes a graceful stop free of duplicates.
-//   - Errors of Redis, the store and Kafka are retried with exponential backoff
-//     while the context lives. A message that a business topic refuses for good
-//     (invalid or unauthorized topic, too large, a topic that stays unknown for
-//     MaxAttempts writes) goes to FailedTopic with a delay-error header so that
-//     one bad task never blocks its zset.
+//   - Nothing is delivered before its exec_at: a step takes only entries
+//     with score <= now.
+//   - Nothing is removed from the index before it was produced: an entry
+//     leaves its zset only after the write of its message succeeded, or
+//     after the store showed it cancelled or missing, or after it was
+//     produced to FailedTopic because its business topic refused it for
+//     good. A crash (kill -9) delivers again what was produced and not yet
+//     removed: at least once.
+//   - An outage is never a refusal. Errors of Redis, the store and Kafka
+//     are retried with capped backoff for as long as the context lives,
+//     through one internal/retry Stage ("scanner": one WARN line when it
+//     stalls, one INFO line when it recovers). Only an answer about one
+//     message alone (too large, an invalid or unauthorized topic, a topic
+//     still unknown after MaxAttempts alone writes) sends it to
+//     FailedTopic with a delay-error header. A parked entry stays in its
+//     zset until its delivery settles; later reads skip it.
+//   - Offsets are committed through a sliding window (consumer.Window):
+//     the committed offset is the low-water mark of finished scan tasks
+//     and never goes backwards. A scan task that was not finished (stop,
+//     rebalance) is read again by the next owner; scanning it again is
+//     harmless because a scan removes only what it read and produced.
+//   - A stop (Run's ctx cancelled) or a rebalance ends fetching at once;
+//     queued scan tasks and those waiting for their next entry are left
+//     for the next owner. A step in flight goes on for two thirds of
+//     DrainTimeout (a write already started a sixth more), then every
+//     worker removes what its zsets settled, one pipelined call per zset,
+//     concurrently, within the last third; then the offsets are committed
+//     and the member leaves or rejoins. kafka-go stops heartbeating when a
+//     generation ends, so DrainTimeout plus the final commit fit in the
+//     session (consumer.MaxDrain): no other member can take the partitions
+//     and scan a zset whose produced entries are still being removed. That
+//     is what makes a graceful stop free of duplicates.
+//   - A due entry without a row is logged at WARN with its id and due time
+//     (rate-limited), counted in delayq_tasks_missing_total and removed.
 package scanner

@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,7 @@ type stack struct {
 	brokers                          []string
 	scanTopic, bizTopic, failedTopic string
 	group                            string
+	zk, redis, table, prefix         string
 	store                            *hbase.Store
 	ix                               *zset.Index
 	w                                *kafka.Writer
@@ -58,6 +60,7 @@ func newStack(ctx context.Context, t *testing.T) *stack {
 	}
 	prefix := fmt.Sprintf("scantest:%d", sfx)
 	table := fmt.Sprintf("scantest_%d", sfx)
+	st.zk, st.redis, st.table, st.prefix = zk, redisAddr, table, prefix
 
 	if err := topics.Ensure(ctx, brokers, []topics.Spec{
 		{Name: st.scanTopic, Partitions: itPartitions, ReplicationFactor: 1},
@@ -419,4 +422,147 @@ func deleteTopics(brokers []string, topics ...string) {
 	defer cancel()
 	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
 	_, _ = client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: topics})
+}
+
+// createTopic creates topic with its own configs.
+func createTopic(ctx context.Context, t *testing.T, brokers []string, topic string, partitions int, configs map[string]string) {
+	t.Helper()
+	var entries []kafka.ConfigEntry
+	for k, v := range configs {
+		entries = append(entries, kafka.ConfigEntry{ConfigName: k, ConfigValue: v})
+	}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+		Topic: topic, NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: entries,
+	}}})
+	if err == nil {
+		err = resp.Errors[topic]
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+	t.Cleanup(func() { deleteTopics(brokers, topic) })
+}
+
+// TestScannerBatchTooLarge delivers to a topic whose max.message.bytes
+// (4 KiB) is smaller than a batch of its tasks: the broker refuses the
+// batch as too large, and the scanner writes its messages one by one, so
+// the 40 that fit are delivered and only the one too large on its own goes
+// to the failed topic (issue 11, item 2).
+func TestScannerBatchTooLarge(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st := newStack(ctx, t)
+	small := fmt.Sprintf("scantest-small-%d", st.sfx)
+	createTopic(ctx, t, st.brokers, small, 1, map[string]string{"max.message.bytes": "4096"})
+
+	due := time.Now().Add(-time.Second).UnixMilli()
+	var extra []payload.Task
+	for i := range 40 {
+		tk := task(fmt.Sprintf("%s-fits-%d", st.name(0), i), small, due+int64(i))
+		tk.Value = bytes.Repeat([]byte("v"), 300)
+		extra = append(extra, tk)
+	}
+	big := task(st.name(0)+"-big", small, due)
+	big.Value = bytes.Repeat([]byte("v"), 8000)
+	extra = append(extra, big)
+	st.seed(ctx, 0, 0, extra)
+
+	stop := run(t, ctx, st.scanner(st.w, Config{Workers: 1, BatchSize: 100}))
+	defer stop()
+
+	got := consume(ctx, t, st.brokers, small, 40)
+	got = append(got, consumeFor(t, st.brokers, small, int64(len(got)), time.Second)...)
+	if len(got) != 40 {
+		t.Errorf("%s got %d messages, want the 40 that fit", small, len(got))
+	}
+	failed := consume(ctx, t, st.brokers, st.failedTopic, 1)
+	failed = append(failed, consumeFor(t, st.brokers, st.failedTopic, 1, time.Second)...)
+	if ids := names(failed); len(ids) != 1 || ids[0] != big.Name {
+		t.Errorf("failed topic got %v, want %s alone", ids, big.Name)
+	}
+	if reason, _ := header(failed[0], payload.HeaderError); !strings.Contains(reason, "Message Size Too Large") {
+		t.Errorf("delay-error %q", reason)
+	}
+	waitCommitted(ctx, t, st.brokers, st.group, st.scanTopic, itPartitions)
+	st.checkDrained(ctx)
+}
+
+// TestScannerGrowsWithPartitions adds partitions to the scan topic while
+// two members scan under steady load: the group takes the new partitions
+// on without another rebalance, every task is delivered exactly once (a
+// zset whose scan tasks moved to a new partition is scanned from one
+// partition only), and the committed offsets of the new partitions reach
+// their end (issue 11, item 6).
+func TestScannerGrowsWithPartitions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	st := newStack(ctx, t)
+	cfg := Config{Workers: 4, BatchSize: 100}
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	fed := make(chan int, 1)
+	go func() { fed <- st.feed(feedCtx, 400, 2*time.Second, 250*time.Millisecond) }()
+	stopA := run(t, ctx, st.scanner(st.w, cfg))
+	defer stopA()
+	stopB := run(t, ctx, st.scanner(st.w, cfg))
+	defer stopB()
+	waitMembers(ctx, t, st.brokers, st.group, 2)
+	time.Sleep(2 * time.Second)
+
+	const grown = 2 * itPartitions
+	client := &kafka.Client{Addr: kafka.TCP(st.brokers...)}
+	resp, err := client.CreatePartitions(ctx, &kafka.CreatePartitionsRequest{
+		Topics: []kafka.TopicPartitionsConfig{{Name: st.scanTopic, Count: grown}},
+	})
+	if err == nil {
+		err = resp.Errors[st.scanTopic]
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := time.Now()
+	waitAssigned(ctx, t, st.brokers, st.group, st.scanTopic, grown)
+	t.Logf("all %d partitions assigned %v after they were added", grown, time.Since(added).Round(time.Millisecond))
+
+	time.Sleep(10 * time.Second)
+	stopFeed()
+	n := <-fed
+	d := st.fed(ctx, n)
+	if d.duplicated > 0 || d.distinct != n {
+		t.Errorf("%d tasks fed: %v", n, d)
+	}
+	t.Logf("%d tasks fed: %v", n, d)
+	waitCommitted(ctx, t, st.brokers, st.group, st.scanTopic, grown)
+}
+
+// waitAssigned waits until the members of group hold all partitions of
+// topic between them.
+func waitAssigned(ctx context.Context, t *testing.T, brokers []string, group, topic string, partitions int) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		resp, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+		if err == nil && len(resp.Groups) == 1 {
+			held := map[int]bool{}
+			for _, m := range resp.Groups[0].Members {
+				for _, tp := range m.MemberAssignments.Topics {
+					if tp.Topic == topic {
+						for _, p := range tp.Partitions {
+							held[p] = true
+						}
+					}
+				}
+			}
+			if len(held) == partitions && resp.Groups[0].GroupState == "Stable" {
+				return
+			}
+			last = fmt.Sprintf("state %s, %d partitions held", resp.Groups[0].GroupState, len(held))
+		} else if err != nil {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("group %s never held the %d partitions of %s: %s", group, partitions, topic, last)
 }

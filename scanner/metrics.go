@@ -18,6 +18,7 @@ type metrics struct {
 	scanDuration prometheus.Histogram
 	scanTasks    *prometheus.CounterVec
 	commitErrors prometheus.Counter
+	parked       prometheus.Gauge
 }
 
 // newMetrics builds the scanner's metrics and registers them with reg (nil:
@@ -56,6 +57,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		commitErrors: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "delayq_scan_commit_errors_total",
 			Help: "Failed offset commits of the scan consumer group.",
+		})),
+		parked: metric.Register(reg, &errs, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "delayq_scan_parked",
+			Help: "Deliveries held aside after a failed write, written again alone (refused or failing topics).",
 		})),
 	}
 	if err := errors.Join(errs...); err != nil {

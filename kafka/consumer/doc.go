@@ -1,7 +1,18 @@
 // Package consumer holds the consumer-group side of delayq's Kafka
-// plumbing: the reader preset (NewReader), the group timing every group
-// shares (HeartbeatInterval, SessionTimeout, JoinBackoff), and Window, the
-// sliding-window offset committer.
+// plumbing: the group preset for stages on the Generation API (NewGroup),
+// the reader preset (NewReader), the group timing every group shares
+// (HeartbeatInterval, SessionTimeout, JoinBackoff, PartitionWatchInterval,
+// MaxDrain), and Window, the sliding-window offset committer.
+//
+// # Timing
+//
+// The coordinator declares a member dead SessionTimeout after its last
+// heartbeat: after a kill -9 its partitions move about that long later.
+// kafka-go stops heartbeating as soon as a generation ends, while the
+// member still drains, so a stage's drain, final commit and leave or
+// rejoin must fit in MaxDrain; a member that drains longer loses its
+// partitions to another member while it still works on them. Every group
+// watches the partition count of its topics and rebalances when it grows.
 //
 // # Readers
 //

@@ -37,16 +37,6 @@ type ReaderConfig struct {
 	Logger *slog.Logger
 }
 
-// Consumer-group timing shared by every group delayq runs. kafka-go's
-// defaults (3 s heartbeats, 30 s session, 5 s join backoff) leave a crashed
-// member's partitions idle for half a minute and make every rebalance slow;
-// these bound a kill -9 outage to about SessionTimeout.
-const (
-	HeartbeatInterval = time.Second
-	SessionTimeout    = 10 * time.Second
-	JoinBackoff       = 500 * time.Millisecond
-)
-
 // ErrConfig is wrapped by NewReader for an unusable config.
 var ErrConfig = errors.New("kafka: reader config")
 
@@ -66,17 +56,18 @@ func (c ReaderConfig) Config() (kafka.ReaderConfig, error) {
 		return kafka.ReaderConfig{}, err
 	}
 	rc := kafka.ReaderConfig{
-		Brokers:               c.Brokers,
-		GroupID:               c.GroupID,
-		MinBytes:              c.MinBytes,
-		MaxBytes:              c.MaxBytes,
-		MaxWait:               c.MaxWait,
-		CommitInterval:        c.CommitInterval,
-		StartOffset:           c.StartOffset,
-		WatchPartitionChanges: true,
-		HeartbeatInterval:     HeartbeatInterval,
-		SessionTimeout:        SessionTimeout,
-		JoinGroupBackoff:      JoinBackoff,
+		Brokers:                c.Brokers,
+		GroupID:                c.GroupID,
+		MinBytes:               c.MinBytes,
+		MaxBytes:               c.MaxBytes,
+		MaxWait:                c.MaxWait,
+		CommitInterval:         c.CommitInterval,
+		StartOffset:            c.StartOffset,
+		WatchPartitionChanges:  true,
+		PartitionWatchInterval: PartitionWatchInterval,
+		HeartbeatInterval:      HeartbeatInterval,
+		SessionTimeout:         SessionTimeout,
+		JoinGroupBackoff:       JoinBackoff,
 	}
 	if len(rc.Brokers) == 0 {
 		rc.Brokers = []string{topics.DefaultBroker}

@@ -1,0 +1,47 @@
+package consumer
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+func TestGroupConfig(t *testing.T) {
+	gc := groupConfig(GroupConfig{ID: "g", Topics: []string{"t"}, Logger: slog.New(slog.DiscardHandler)})
+	if gc.SessionTimeout != SessionTimeout || gc.HeartbeatInterval != HeartbeatInterval || gc.JoinGroupBackoff != JoinBackoff {
+		t.Errorf("timing: %+v", gc)
+	}
+	if !gc.WatchPartitionChanges || gc.PartitionWatchInterval != PartitionWatchInterval {
+		t.Errorf("a group must watch its topics' partitions: %+v", gc)
+	}
+	if gc.StartOffset != kafka.FirstOffset || gc.Brokers[0] != "127.0.0.1:9092" || gc.ErrorLogger == nil {
+		t.Errorf("defaults: %+v", gc)
+	}
+	if err := gc.Validate(); err != nil {
+		t.Errorf("kafka-go refuses the config: %v", err)
+	}
+	for _, bad := range []GroupConfig{{Topics: []string{"t"}}, {ID: "g"}} {
+		if _, err := NewGroup(bad); !errors.Is(err, ErrConfig) {
+			t.Errorf("NewGroup(%+v) = %v, want ErrConfig", bad, err)
+		}
+	}
+}
+
+// The group timing: a crashed member's partitions move about
+// SessionTimeout after its last heartbeat; 6 s is the smallest session a
+// broker accepts by default (group.min.session.timeout.ms), and kafka-go
+// wants at least three heartbeats per session.
+func TestGroupTiming(t *testing.T) {
+	if SessionTimeout != 6*time.Second {
+		t.Errorf("SessionTimeout %v, want the broker's minimum 6s", SessionTimeout)
+	}
+	if 3*HeartbeatInterval > SessionTimeout {
+		t.Errorf("heartbeat %v too slow for session %v", HeartbeatInterval, SessionTimeout)
+	}
+	if MaxDrain != SessionTimeout-HeartbeatInterval {
+		t.Errorf("MaxDrain %v", MaxDrain)
+	}
+}

@@ -1,0 +1,172 @@
+package scanner
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/delayq/delayq/internal/retry"
+	"github.com/delayq/delayq/kafka/consumer"
+	"github.com/delayq/delayq/kafka/topics"
+)
+
+// Defaults of Config.
+const (
+	DefaultGroupID        = "delayq-scanner"
+	DefaultWorkers        = 8
+	DefaultBatchSize      = 500
+	DefaultCommitInterval = 100 * time.Millisecond
+	DefaultDrainTimeout   = 3 * time.Second
+	DefaultMaxAttempts    = 8
+	DefaultCoalesce       = 50 * time.Millisecond
+
+	// MaxDrainTimeout caps DrainTimeout: the drain, the final commit
+	// (commitReserve) and leaving or rejoining the group must end before
+	// the coordinator may declare the member dead (consumer.MaxDrain, 5s),
+	// or another member scans the zsets while this one still removes what
+	// it produced.
+	MaxDrainTimeout = consumer.MaxDrain - commitReserve
+
+	// maxBatchSize caps BatchSize: a ZREM of a batch is one command and Redis
+	// commands stay at 5,000 arguments or fewer.
+	maxBatchSize = 5000
+	// commitReserve is the part of consumer.MaxDrain kept for the final
+	// commit and the LeaveGroup or JoinGroup after the drain.
+	commitReserve = time.Second
+	// queueSize is the number of scan tasks queued per worker.
+	queueSize = 16
+	// maxGroup caps the zsets a worker steps together.
+	maxGroup = 32
+	// maxParked caps the deliveries a worker holds aside (see park.go);
+	// past it the worker only retries those until some settle.
+	maxParked = 1000
+)
+
+// ErrConfig is wrapped by the errors of Config.Validate.
+var ErrConfig = errors.New("scanner: invalid config")
+
+// Config configures a Scanner. Zero values mean the documented default.
+type Config struct {
+	// Brokers are the Kafka bootstrap addresses. Required.
+	Brokers []string
+	// GroupID is the consumer group on Topic. Default "delayq-scanner".
+	GroupID string
+	// Topic carries the scan tasks. Default "delay-scan".
+	Topic string
+	// FailedTopic receives tasks that their business topic refuses for good,
+	// with a delay-error header. Default "delay-failed".
+	FailedTopic string
+	// Workers is the number of scan goroutines per assigned partition.
+	// Default 8.
+	Workers int
+	// BatchSize is the number of entries read from a zset at a time (the
+	// ZRANGEBYSCORE LIMIT), fetched from the store and produced together.
+	// Default 500, at most 5,000.
+	BatchSize int
+	// Coalesce makes a worker step a zset whose next entry is not due yet
+	// at the next multiple of Coalesce (from the epoch) after that entry's
+	// exec_at rather than at the exec_at itself, so that a worker's zsets
+	// fall due together and share steps: fewer, larger store Gets and
+	// writes for up to Coalesce more lateness. Default 50ms; negative: at
+	// the exec_at.
+	Coalesce time.Duration
+	// CommitInterval is how often the low-water mark of finished scan tasks is
+	// committed when it advanced. Default 100ms.
+	CommitInterval time.Duration
+	// DrainTimeout bounds the whole drain after a stop or a rebalance:
+	// steps in flight, the writes they started and the removal of what was
+	// produced. The first two thirds are for the steps (no retry and no
+	// new call starts after that), the last third for the removals. It
+	// must leave time for the final commit inside the group's session, so
+	// at most MaxDrainTimeout (4s). Default 3s.
+	DrainTimeout time.Duration
+	// Backoff is the backoff between retries of Redis, store and Kafka
+	// calls and of deliveries held aside. Zero fields: internal/retry's
+	// defaults (100ms, capped at 5s).
+	Backoff retry.Backoff
+	// MaxAttempts is how many writes of a message, each alone in its
+	// produce request, may be answered "unknown topic" before the message
+	// goes to FailedTopic. Default 8 (about 11s with the default backoff).
+	MaxAttempts int
+	// SingleWriter produces each message in a produce request of its own,
+	// so that a broker's answer (too large, unknown topic) concerns that
+	// message alone; the scanner writes a message through it after a
+	// write of a batch failed for it. It must ask the broker about a topic
+	// missing from its metadata cache (producer.New does), or an outage
+	// would look like an unknown topic. Default: producer.New on Brokers
+	// with a batch size of 1, built by Run and closed when Run returns.
+	SingleWriter Writer
+	// Logger receives the logs; nil discards them.
+	Logger *slog.Logger
+	// Registerer registers the metrics; nil does not register them.
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() {
+	if c.GroupID == "" {
+		c.GroupID = DefaultGroupID
+	}
+	if c.Topic == "" {
+		c.Topic = topics.Scan
+	}
+	if c.FailedTopic == "" {
+		c.FailedTopic = topics.Failed
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = DefaultCommitInterval
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Coalesce == 0 {
+		c.Coalesce = DefaultCoalesce
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports every problem of the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
+	}
+	if len(c.Brokers) == 0 {
+		bad("no brokers")
+	}
+	if c.Topic == c.FailedTopic {
+		bad("topic and failed topic are both %q", c.Topic)
+	}
+	if c.Workers < 1 {
+		bad("workers %d < 1", c.Workers)
+	}
+	if c.BatchSize < 1 || c.BatchSize > maxBatchSize {
+		bad("batch size %d not in [1, %d]", c.BatchSize, maxBatchSize)
+	}
+	if c.CommitInterval < 0 {
+		bad("negative commit interval %s", c.CommitInterval)
+	}
+	if c.DrainTimeout < 0 || c.DrainTimeout > MaxDrainTimeout {
+		bad("drain timeout %s not in [0, %s]", c.DrainTimeout, MaxDrainTimeout)
+	}
+	if c.Backoff.Base < 0 || c.Backoff.Max < 0 || (c.Backoff.Max > 0 && c.Backoff.Max < c.Backoff.Base) {
+		bad("backoff range [%s, %s] invalid", c.Backoff.Base, c.Backoff.Max)
+	}
+	if c.MaxAttempts < 1 {
+		bad("max attempts %d < 1", c.MaxAttempts)
+	}
+	return errors.Join(errs...)
+}

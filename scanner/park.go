@@ -1,0 +1,153 @@
+package scanner
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/internal/drain"
+	"github.com/delayq/delayq/zset"
+)
+
+// maxAlone caps the parked deliveries a worker writes in one round.
+const maxAlone = 64
+
+// parkHeap orders parked deliveries by their next attempt.
+type parkHeap []*delivery
+
+func (h parkHeap) Len() int           { return len(h) }
+func (h parkHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
+func (h parkHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *parkHeap) Push(x any) { d := x.(*delivery); d.index = len(*h); *h = append(*h, d) }
+func (h *parkHeap) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	*h = old[:len(old)-1]
+	d.index = -1
+	return d
+}
+
+// park holds d aside until at. A delivery whose write failed while others
+// were written, or for a reason of its own (too large, unknown or invalid
+// topic), is parked: its worker writes it again alone, through the single writer (one message
+// per produce request, so the broker's answer is about it), on a schedule
+// of its own: at once after the batch write, then with capped backoff.
+// Parked deliveries are off the step's critical path: the worker goes on
+// stepping its zsets, and a read of a zset skips its parked entries. A
+// parked delivery is judged alone:
+//
+//   - written: its entry is settled.
+//   - refused (a permanent error, or "unknown topic" MaxAttempts times): it
+//     is redirected to FailedTopic, then stripped when FailedTopic refuses
+//     it too, then dropped with an ERROR line; each form is written alone
+//     at once.
+//   - anything else (an outage, a leader moving): written again later.
+//
+// Its scan task does not wait for it: the entry stays in its zset until
+// the delivery settles, so a crash or a stop leaves it for the next scan of
+// the zset (the dispatcher emits one every tick while the zset holds due
+// entries).
+func (w *worker) park(d *delivery, at time.Time) {
+	z := d.entry.z
+	if z.parked == nil {
+		z.parked = make(map[zset.Entry]bool)
+	}
+	z.parked[d.entry.Entry] = true
+	d.next = at
+	heap.Push(&w.parked, d)
+	w.s.m.parked.Inc()
+}
+
+// parkedWake is when the next parked delivery is due (a first backoff
+// from now when none is).
+func (w *worker) parkedWake() time.Time {
+	if len(w.parked) == 0 {
+		return time.Now().Add(w.s.cfg.Backoff.Delay(1))
+	}
+	return w.parked[0].next
+}
+
+// retryParked writes the parked deliveries that are due, each alone, all
+// at once, and judges each by its own answer. The entries it settles for
+// zsets without a running scan task are removed at once. It returns an
+// error only when ctx ended first.
+func (w *worker) retryParked(ctx context.Context) error {
+	now := time.Now()
+	var due []*delivery
+	for len(w.parked) > 0 && !w.parked[0].next.After(now) && len(due) < maxAlone {
+		due = append(due, heap.Pop(&w.parked).(*delivery))
+	}
+	w.s.m.parked.Sub(float64(len(due)))
+
+	errs := make([]error, len(due))
+	wctx, cancel := drain.Context(ctx, w.s.writeGrace())
+	var wg sync.WaitGroup
+	for i, d := range due {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = write(wctx, w.s.single, []*delivery{d}, now)[0]
+		}()
+	}
+	wg.Wait()
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return err // stopping: what is not settled stays in the index
+	}
+
+	at := time.Now()
+	touched := make(map[*zsetScan]bool)
+	for i, d := range due {
+		touched[d.entry.z] = true
+		if errs[i] == nil {
+			w.written(d, at)
+			continue
+		}
+		w.judge(d, errs[i], at)
+	}
+	for z := range touched {
+		if len(z.tasks) > 0 {
+			continue // its next read or its end removes what settled
+		}
+		if err := w.flush(ctx, z); err != nil {
+			return err
+		}
+		if z.idle() {
+			delete(w.zsets, z.key)
+		}
+	}
+	return nil
+}
+
+// judge decides what becomes of d after its alone write failed with err.
+func (w *worker) judge(d *delivery, err error, now time.Time) {
+	d.attempts++
+	refused := permanent(err)
+	if !refused && !d.failed && errors.Is(err, kafka.UnknownTopicOrPartition) {
+		// delayd creates FailedTopic, so there "unknown" stays transient.
+		d.unknown++
+		refused = d.unknown >= w.s.cfg.MaxAttempts
+	}
+	switch {
+	case !refused:
+		w.park(d, now.Add(w.s.cfg.Backoff.Delay(d.attempts)))
+	case !d.failed:
+		w.s.redirect(d, err.Error())
+		w.park(d, now)
+	case !d.stripped:
+		w.s.strip(d, err)
+		w.park(d, now)
+	default:
+		w.s.m.failed.WithLabelValues(reasonUndeliverable).Inc()
+		w.s.log.Error("task dropped: failed topic refused it", "zset", d.entry.z.key, "id", d.task.Name,
+			"topic", d.task.Topic, "exec_at", d.task.ExecAt, "err", err)
+		d.entry.settle()
+	}
+}

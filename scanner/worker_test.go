@@ -1,0 +1,249 @@
+package scanner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/kafka/scantask"
+	"github.com/delayq/delayq/payload"
+)
+
+// The tests below run in testing/synctest bubbles: time is fake and moves
+// only when every goroutine of the bubble waits, so a step takes no time
+// and every delivery time is exact.
+
+// sentAt records when each task was written (by delay-id).
+type sentAt struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (s *sentAt) broker(next broker) broker {
+	return func(msgs []kafka.Message) error {
+		var err error
+		if next != nil {
+			err = next(msgs)
+		}
+		if err != nil {
+			return err // a per-message answer is recorded by the alone write
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.at == nil {
+			s.at = map[string]time.Time{}
+		}
+		for _, m := range msgs {
+			id, _ := header(m, payload.HeaderID)
+			s.at[id+"@"+m.Topic] = time.Now()
+		}
+		return nil
+	}
+}
+
+func (s *sentAt) get(name, topic string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.at[name+"@"+topic]
+	return at, ok
+}
+
+// With the dispatcher's lookahead a scan task covers entries not due yet:
+// the worker delivers each at its exec_at, never before, and a zset waiting
+// for its next entry does not hold up another zset of the same worker.
+func TestWorkDeliversAtExecAt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, Config{})
+		var sent sentAt
+		e.fail(sent.broker(nil))
+		now := time.Now()
+		a := []payload.Task{
+			task("a1", "orders", now.Add(300*time.Millisecond).UnixMilli()),
+			task("a2", "orders", now.Add(600*time.Millisecond).UnixMilli()),
+		}
+		b := task("b1", "orders", now.Add(-time.Second).UnixMilli())
+		e.put("A", a)
+		e.put("B", []payload.Task{b})
+		until := now.Add(time.Second).UnixMilli()
+		p := e.scan(context.Background(),
+			scantask.Task{Zset: "A", Until: until}, scantask.Task{Zset: "A", Until: until},
+			scantask.Task{Zset: "B", Until: until})
+
+		for _, tk := range append(a, b) {
+			at, ok := sent.get(tk.Name, "orders")
+			switch want := time.UnixMilli(max(tk.ExecAt, now.UnixMilli())); {
+			case !ok:
+				t.Errorf("%s not delivered", tk.Name)
+			case !at.Equal(want):
+				t.Errorf("%s delivered at %v, want %v", tk.Name, at.Sub(now), want.Sub(now))
+			}
+		}
+		if got, ok := p.pending(); !ok || got != 3 {
+			t.Errorf("commit point %d, %v; want 3: every task finished", got, ok)
+		}
+	})
+}
+
+// Due entries of several zsets held by one worker go out together: one
+// store Get and one write.
+func TestWorkStepsZsetsTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, Config{})
+		var scans []scantask.Task
+		var want []string
+		for i := range 3 {
+			tk := task(fmt.Sprintf("t%d", i), "orders", e.now.Add(-time.Second).UnixMilli())
+			key := fmt.Sprintf("z%d", i)
+			e.put(key, []payload.Task{tk})
+			scans = append(scans, scantask.Task{Zset: key, Until: e.now.UnixMilli()})
+			want = append(want, tk.Name)
+		}
+		p := e.scan(context.Background(), scans...)
+		if len(e.w.calls) != 1 || len(e.w.calls[0]) != 3 {
+			t.Fatalf("writes %v, want one of 3 messages", e.w.calls)
+		}
+		if got := names(e.w.calls[0]); !slices.Equal(got, want) {
+			t.Errorf("delivered %v, want %v", got, want)
+		}
+		if off, ok := p.pending(); !ok || off != 3 {
+			t.Errorf("commit point %d, %v; want 3", off, ok)
+		}
+		for i := range 3 {
+			if rest := e.ix.pending(fmt.Sprintf("z%d", i)); len(rest) != 0 {
+				t.Errorf("zset z%d still holds %v", i, rest)
+			}
+		}
+	})
+}
+
+// Workers commit only finished scan tasks, a duplicate scan task delivers
+// nothing twice, and nothing starts after stop.
+func TestWorkCommitsFinishedOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, Config{})
+		e.put("z", tasks(2, "orders", e.now.Add(-time.Minute).UnixMilli()))
+		scan := scantask.Task{Zset: "z", Until: e.now.UnixMilli()}
+		p := e.scan(context.Background(), scan, scan)
+		if off, ok := p.pending(); !ok || off != 2 {
+			t.Fatalf("pending = %d, %v; want 2", off, ok)
+		}
+		if n := len(e.byTopic("orders")); n != 2 {
+			t.Errorf("delivered %d, want 2 (duplicate scan task delivers nothing twice)", n)
+		}
+
+		e.put("z", tasks(1, "audit", e.now.Add(-time.Minute).UnixMilli()))
+		stopped, stop := context.WithCancel(context.Background())
+		stop()
+		p = e.scan(stopped, scan)
+		if _, ok := p.pending(); ok {
+			t.Error("a scan task skipped on stop was committed")
+		}
+		if n := len(e.byTopic("audit")); n != 0 {
+			t.Errorf("delivered %d after stop, want none", n)
+		}
+	})
+}
+
+// A stop while tasks wait for their entries returns at once and leaves
+// those tasks unfinished for the next owner.
+func TestWorkStopsWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, Config{})
+		tk := task("later", "orders", e.now.Add(time.Hour).UnixMilli())
+		e.put("z", []payload.Task{tk})
+		ctx, stop := context.WithCancel(context.Background())
+		time.AfterFunc(200*time.Millisecond, stop)
+		start := time.Now()
+		p := e.scan(ctx, scantask.Task{Zset: "z", Until: tk.ExecAt})
+		if d := time.Since(start); d != 200*time.Millisecond {
+			t.Errorf("work returned %v after start, want at the stop (200ms)", d)
+		}
+		if _, ok := p.pending(); ok {
+			t.Error("a task still waiting was committed")
+		}
+		if n := len(e.byTopic("orders")); n != 0 {
+			t.Errorf("delivered %d, want none", n)
+		}
+		if v := value(e.s.m.scanTasks); v != 1 {
+			t.Errorf("scan_tasks_total = %v, want 1 (abandoned)", v)
+		}
+	})
+}
+
+// The whole drain fits in DrainTimeout, which fits in the group session
+// (issue 10, zero duplicates on SIGTERM): the entries settled by many
+// zsets are removed concurrently, and a step stuck in an outage gives up
+// in time.
+func TestDrainBounded(t *testing.T) {
+	t.Run("removals run concurrently", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, Config{})
+			e.ix.removeDelay = 500 * time.Millisecond // a slow Redis
+			var scans []scantask.Task
+			const zsets = 40
+			for i := range zsets {
+				key := fmt.Sprintf("z%d", i)
+				// One entry due now (delivered, settled) and one in an hour
+				// (the scan task waits for it, holding what it settled).
+				e.put(key, []payload.Task{
+					task(key+"-now", "orders", e.now.UnixMilli()),
+					task(key+"-later", "orders", e.now.Add(time.Hour).UnixMilli()),
+				})
+				scans = append(scans, scantask.Task{Zset: key, Until: e.now.Add(time.Hour).UnixMilli()})
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			time.AfterFunc(time.Second, stop)
+			e.scan(ctx, scans...)
+			if d := time.Since(e.now) - time.Second; d > e.s.cfg.DrainTimeout {
+				t.Errorf("drain took %v, more than DrainTimeout %v", d, e.s.cfg.DrainTimeout)
+			}
+			if n := len(e.byTopic("orders")); n != zsets {
+				t.Fatalf("delivered %d, want %d", n, zsets)
+			}
+			for i := range zsets {
+				key := fmt.Sprintf("z%d", i)
+				if rest := e.ix.pending(key); len(rest) != 1 || rest[0].ID != payload.TaskID(key+"-later") {
+					t.Errorf("%s after the drain: %v, want only the later entry", key, rest)
+				}
+			}
+		})
+	})
+	t.Run("a step stuck in an outage", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, Config{})
+			e.fail(func([]kafka.Message) error { return dialError })
+			e.put("z", tasks(3, "orders", e.now.UnixMilli()))
+			ctx, stop := context.WithCancel(context.Background())
+			time.AfterFunc(time.Second, stop)
+			e.scan(ctx, scantask.Task{Zset: "z", Until: e.now.UnixMilli()})
+			if d := time.Since(e.now) - time.Second; d > e.s.cfg.DrainTimeout {
+				t.Errorf("drain took %v, more than DrainTimeout %v", d, e.s.cfg.DrainTimeout)
+			}
+			if rest := e.ix.pending("z"); len(rest) != 3 {
+				t.Errorf("pending = %v, want the 3 unwritten entries", rest)
+			}
+		})
+	})
+	t.Run("a write in flight finishes and is removed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, Config{})
+			e.w.delay = 1500 * time.Millisecond // a slow broker
+			e.put("z", tasks(3, "orders", e.now.Add(-time.Second).UnixMilli()))
+			ctx, stop := context.WithCancel(context.Background())
+			time.AfterFunc(time.Second, stop) // in the middle of the write
+			e.scan(ctx, scantask.Task{Zset: "z", Until: e.now.Add(time.Hour).UnixMilli()})
+			if d := time.Since(e.now) - time.Second; d > e.s.cfg.DrainTimeout {
+				t.Errorf("drain took %v, more than DrainTimeout %v", d, e.s.cfg.DrainTimeout)
+			}
+			if rest := e.ix.pending("z"); len(rest) != 0 {
+				t.Errorf("pending = %v, want none: produced entries must be removed", rest)
+			}
+		})
+	})
+}
