@@ -31,7 +31,12 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	var cfg load.Config
 	brokers := fs.String("brokers", load.DefaultBroker, "Kafka bootstrap addresses, comma-separated")
-	fs.StringVar(&cfg.Redis, "redis", load.DefaultRedis, "Redis address delayd uses")
+	fs.StringVar(&cfg.Redis, "redis", load.DefaultRedis, "delayd's --redis: Redis address, Redis Cluster seeds or sentinels, comma-separated")
+	fs.StringVar(&cfg.RedisConn.MasterName, "redis-master", "", "delayd's --redis-master (Sentinel)")
+	fs.BoolVar(&cfg.RedisConn.Cluster, "redis-cluster", false, "delayd's --redis-cluster")
+	fs.StringVar(&cfg.RedisConn.Username, "redis-username", "", "delayd's --redis-username")
+	fs.BoolVar(&cfg.RedisConn.TLS, "redis-tls", false, "delayd's --redis-tls")
+	cfg.RedisConn.Password = os.Getenv("DELAYQ_REDIS_PASSWORD") // as delayd reads it
 	fs.StringVar(&cfg.Delayd, "delayd", load.DefaultDelayd, "delayd's --http address (/metrics, /readyz)")
 	fs.StringVar(&cfg.Prefix, "prefix", load.DefaultPrefix, "delayd's --prefix (Redis census, --cleanup)")
 	fs.IntVar(&cfg.Tasks, "tasks", load.DefaultTasks, "tasks to submit")

@@ -10,7 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/spf13/pflag"
 
+	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
@@ -75,20 +77,51 @@ var quietOnce sync.Once
 // silenceRedis installs quietRedis as go-redis's process-wide logger.
 func silenceRedis() { quietOnce.Do(func() { redis.SetLogger(quietRedis{}) }) }
 
-// openRedis returns a client on --redis once it answers PING.
-func (g *globals) openRedis(ctx context.Context) (*redis.Client, error) {
-	rdb := redis.NewClient(&redis.Options{
-		Addr:          g.redis,
-		DialTimeout:   g.timeout,
-		DialerRetries: 1,
-		MaxRetries:    1,
-	})
+// redisFlags are the connection flags of Redis besides --redis.
+type redisFlags struct {
+	master, username, password string
+	cluster, tls               bool
+}
+
+func (f *redisFlags) register(pf *pflag.FlagSet) {
+	pf.StringVar(&f.master, "redis-master", "", "Redis Sentinel master name: --redis then lists the sentinels")
+	pf.BoolVar(&f.cluster, "redis-cluster", false, "Redis Cluster even with a single --redis seed")
+	pf.StringVar(&f.username, "redis-username", "", "Redis ACL user")
+	pf.StringVar(&f.password, "redis-password", "", "Redis password (prefer DELAYQ_REDIS_PASSWORD: ps shows flags)")
+	pf.BoolVar(&f.tls, "redis-tls", false, "connect to Redis with TLS")
+}
+
+// redisConn is the Redis connection the flags describe.
+func (g *globals) redisConn() redisconn.Config {
+	return redisconn.Config{
+		Addrs: redisconn.SplitAddrs(g.redis), MasterName: g.rc.master, Cluster: g.rc.cluster,
+		Username: g.rc.username, Password: g.rc.password, TLS: g.rc.tls,
+		DialTimeout: g.timeout, DialerRetries: 1, MaxRetries: 1,
+	}
+}
+
+// validateRedis checks the Redis flags.
+func (g *globals) validateRedis() error {
+	rc := g.redisConn()
+	return rc.Validate()
+}
+
+// openRedis returns a client on --redis (a single Redis, a Redis Cluster
+// or Sentinel) once it answers PING.
+func (g *globals) openRedis(ctx context.Context) (redis.UniversalClient, error) {
+	rdb, err := redisconn.New(g.redisConn())
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--redis: %w", err)}
+	}
 	cctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	if err := rdb.Ping(cctx).Err(); err != nil {
+	if err := redisconn.Ping(cctx, rdb); err != nil {
 		rdb.Close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, redisconn.ErrClusterNode) {
+			return nil, fmt.Errorf("redis at %s (--redis): %w", g.redis, err)
 		}
 		return nil, fmt.Errorf("redis unreachable at %s (--redis): %w", g.redis, err)
 	}
@@ -97,7 +130,7 @@ func (g *globals) openRedis(ctx context.Context) (*redis.Client, error) {
 
 // openIndex returns the zset index on a reachable Redis; close the client
 // when done.
-func (g *globals) openIndex(ctx context.Context) (*zset.Index, *redis.Client, error) {
+func (g *globals) openIndex(ctx context.Context) (*zset.Index, redis.UniversalClient, error) {
 	rdb, err := g.openRedis(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -98,6 +98,7 @@ func oneLine(s string) string {
 type globals struct {
 	brokers []string
 	redis   string
+	rc      redisFlags // the other --redis-* flags
 	zk      string
 	table   string
 	prefix  string
@@ -142,7 +143,8 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 
 	pf := root.PersistentFlags()
 	pf.StringSliceVar(&g.brokers, "brokers", []string{"127.0.0.1:9092"}, "Kafka bootstrap addresses, comma-separated")
-	pf.StringVar(&g.redis, "redis", "127.0.0.1:6379", "Redis address")
+	pf.StringVar(&g.redis, "redis", "127.0.0.1:6379", "Redis address; several comma-separated = Redis Cluster seeds, or the sentinels with --redis-master")
+	g.rc.register(pf)
 	pf.StringVar(&g.zk, "hbase-zk", "127.0.0.1:2181", "HBase ZooKeeper quorum")
 	pf.StringVar(&g.table, "table", "delayq_tasks", "HBase table")
 	pf.StringVar(&g.prefix, "prefix", "delayq", "Redis key prefix")
@@ -174,6 +176,8 @@ func (g *globals) validate() error {
 	}
 	if g.redis == "" {
 		errs = append(errs, "--redis: empty")
+	} else if err := g.validateRedis(); err != nil {
+		errs = append(errs, "--redis: "+oneLine(err.Error()))
 	}
 	if g.zk == "" {
 		errs = append(errs, "--hbase-zk: empty")

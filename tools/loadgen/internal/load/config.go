@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/delayq/delayq/internal/redisconn"
 )
 
 // Defaults of Config.
@@ -32,9 +34,12 @@ const (
 // Config configures a run. Zero values mean the defaults.
 type Config struct {
 	Brokers []string // Kafka; default 127.0.0.1:9092
-	Redis   string   // the Redis delayd uses; default 127.0.0.1:6379
+	Redis   string   // delayd's --redis: an address, Redis Cluster seeds or sentinels; default 127.0.0.1:6379
 	Delayd  string   // host:port of delayd's --http; default 127.0.0.1:9464
 	Prefix  string   // delayd's --prefix; default delayq
+	// RedisConn is the rest of delayd's Redis settings (Sentinel master,
+	// cluster, auth, TLS); its Addrs come from Redis.
+	RedisConn redisconn.Config
 
 	Tasks   int     // how many tasks; default 100,000
 	Rate    float64 // tasks/s to produce; 0 = as fast as possible
@@ -142,6 +147,11 @@ func (c *Config) Validate() error {
 		if !strings.Contains(b, ":") {
 			bad("broker %q is not host:port", b)
 		}
+	}
+	rc := c.RedisConn
+	rc.Addrs = redisconn.SplitAddrs(c.Redis)
+	if err := rc.Validate(); err != nil {
+		bad("redis: %w", err)
 	}
 	return errors.Join(errs...)
 }

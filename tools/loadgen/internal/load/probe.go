@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/redisconn"
 )
 
 // Metric names read from delayd's /metrics.
@@ -79,8 +83,22 @@ func ParseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 	return out, sc.Err()
 }
 
-// UsedMemory returns Redis's used_memory (INFO memory).
-func UsedMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
+// UsedMemory returns Redis's used_memory (INFO memory), summed over the
+// masters of a Redis Cluster.
+func UsedMemory(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	var mu sync.Mutex
+	var total int64
+	err := redisconn.ForEachMaster(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		n, err := usedMemory(ctx, c)
+		mu.Lock()
+		total += n
+		mu.Unlock()
+		return err
+	})
+	return total, err
+}
+
+func usedMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
 	info, err := rdb.Info(ctx, "memory").Result()
 	if err != nil {
 		return 0, fmt.Errorf("redis info memory: %w", err)
@@ -93,6 +111,24 @@ func UsedMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
 	return 0, fmt.Errorf("redis info memory: no used_memory")
 }
 
+// scanKeys returns the keys matching pattern on every master of rdb.
+func scanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+	var mu sync.Mutex
+	var keys []string
+	err := redisconn.ForEachMaster(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		var mine []string
+		for iter.Next(ctx) {
+			mine = append(mine, iter.Val())
+		}
+		mu.Lock()
+		keys = append(keys, mine...)
+		mu.Unlock()
+		return iter.Err()
+	})
+	return keys, err
+}
+
 // ZsetCensus is what the zsets under a prefix hold.
 type ZsetCensus struct {
 	Zsets, Listpack, Skiplist int
@@ -100,20 +136,16 @@ type ZsetCensus struct {
 }
 
 // Census counts the members and encodings of every zset under prefix
-// (keys "{prefix}:*" except the segment registry), by SCAN.
-func Census(ctx context.Context, rdb *redis.Client, prefix string) (ZsetCensus, error) {
+// (keys "{prefix}:*" except the segment registry), by SCAN on every
+// master.
+func Census(ctx context.Context, rdb redis.UniversalClient, prefix string) (ZsetCensus, error) {
 	var c ZsetCensus
 	registry := prefix + ":segments"
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		if k := iter.Val(); k != registry {
-			keys = append(keys, k)
-		}
-	}
-	if err := iter.Err(); err != nil {
+	all, err := scanKeys(ctx, rdb, prefix+":*")
+	if err != nil {
 		return c, fmt.Errorf("redis scan %s:*: %w", prefix, err)
 	}
+	keys := slices.DeleteFunc(all, func(k string) bool { return k == registry })
 	for lo := 0; lo < len(keys); lo += 1000 {
 		chunk := keys[lo:min(lo+1000, len(keys))]
 		pl := rdb.Pipeline()
@@ -149,34 +181,26 @@ func Census(ctx context.Context, rdb *redis.Client, prefix string) (ZsetCensus, 
 	return c, nil
 }
 
-// DeletePrefix unlinks every key under prefix and returns how many.
-func DeletePrefix(ctx context.Context, rdb *redis.Client, prefix string) (int, error) {
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	var batch []string
+// DeletePrefix unlinks every key under prefix and returns how many. One
+// UNLINK per key, pipelined: a Redis Cluster refuses multi-key commands
+// across slots.
+func DeletePrefix(ctx context.Context, rdb redis.UniversalClient, prefix string) (int, error) {
+	keys, err := scanKeys(ctx, rdb, prefix+":*")
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+	for chunk := range slices.Chunk(keys, 1000) {
+		pl := rdb.Pipeline()
+		for _, k := range chunk {
+			pl.Unlink(ctx, k)
 		}
-		if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
-			return err
+		if _, err := pl.Exec(ctx); err != nil {
+			return n, err
 		}
-		n += len(batch)
-		batch = batch[:0]
-		return nil
+		n += len(chunk)
 	}
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 1000 {
-			if err := flush(); err != nil {
-				return n, err
-			}
-		}
-	}
-	if err := iter.Err(); err != nil {
-		return n, err
-	}
-	return n, flush()
+	return n, nil
 }
 
 // metricsClient is the HTTP client of the scrapes.

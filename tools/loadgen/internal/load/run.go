@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/topics"
 )
@@ -32,10 +33,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := ready(ctx, cfg.Delayd); err != nil {
 		return nil, err
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.Redis})
+	rc := cfg.RedisConn
+	rc.Addrs = redisconn.SplitAddrs(cfg.Redis)
+	rdb, err := redisconn.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
 	defer rdb.Close()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("load: redis %s: %w", cfg.Redis, err)
+	if err := redisconn.Ping(ctx, rdb); err != nil {
+		return nil, fmt.Errorf("load: redis %s: %w", rc, err)
 	}
 	var topics []string
 	defer func() {
@@ -77,7 +83,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // runDelayq submits the tasks, waits until delayd accepted them all, takes
 // the Redis figures, then (unless NoDeliver) waits for the deliveries.
-func runDelayq(ctx context.Context, cfg *Config, rdb *redis.Client) (*Delayq, error) {
+func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*Delayq, error) {
 	if err := topics.Ensure(ctx, cfg.Brokers, []topics.Spec{{Name: cfg.Topic, Partitions: cfg.Partitions}}); err != nil {
 		return nil, err
 	}

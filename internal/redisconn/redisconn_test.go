@@ -1,0 +1,176 @@
+package redisconn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		bad  []string // substrings of the expected errors; none = valid
+	}{
+		{"zero value", Config{}, nil},
+		{"cluster seeds", Config{Addrs: []string{"10.0.0.1:7001", "10.0.0.2:7001", "[::1]:7003"}}, nil},
+		{"sentinel", Config{Addrs: []string{"s1:26379", "s2:26379"}, MasterName: "mymaster", Password: "p"}, nil},
+		{"acl user", Config{Username: "delayq", Password: "p", TLS: true}, nil},
+		{"no port", Config{Addrs: []string{"localhost"}}, []string{`"localhost" is not host:port`}},
+		{"empty host", Config{Addrs: []string{":6379"}}, []string{`":6379" is not host:port`}},
+		{"twice", Config{Addrs: []string{"a:1", "a:1"}}, []string{`"a:1" given twice`}},
+		{"master and cluster", Config{MasterName: "m", Cluster: true}, []string{"exclude each other"}},
+		{"user without password", Config{Username: "u"}, []string{`username "u" without a password`}},
+		{"every problem at once", Config{Addrs: []string{"x"}, Username: "u", DialTimeout: -1, DialerRetries: -1, MaxRetries: -2},
+			[]string{"not host:port", "without a password", "dial timeout", "dialer retries", "max retries"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.cfg
+			c.setDefaults()
+			err := c.Validate()
+			if len(tt.bad) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("Validate() = %v, want an ErrConfig", err)
+			}
+			for _, want := range tt.bad {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Validate() = %v, want it to say %q", err, want)
+				}
+			}
+			if _, err := New(tt.cfg); !errors.Is(err, ErrConfig) {
+				t.Errorf("New() = %v, want an ErrConfig", err)
+			}
+		})
+	}
+}
+
+func TestValidateEmptyAddrs(t *testing.T) {
+	if err := (&Config{}).Validate(); !errors.Is(err, ErrConfig) {
+		t.Fatalf("Validate() of no address = %v, want ErrConfig", err)
+	}
+}
+
+func TestSplitAddrs(t *testing.T) {
+	got := SplitAddrs(" a:1, b:2,,c:3 ,")
+	if strings.Join(got, "|") != "a:1|b:2|c:3" {
+		t.Fatalf("SplitAddrs = %q", got)
+	}
+	if got := SplitAddrs(" "); got != nil {
+		t.Fatalf("SplitAddrs(blank) = %q, want nil", got)
+	}
+}
+
+// New picks the engine the way the package doc says, and passes the
+// settings through.
+func TestNewModes(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      Config
+		mode     string
+		wantType string
+	}{
+		{"default", Config{}, ModeSingle, "*redis.Client"},
+		{"one address", Config{Addrs: []string{"h:1"}}, ModeSingle, "*redis.Client"},
+		{"several", Config{Addrs: []string{"h:1", "h:2", "h:3"}}, ModeCluster, "*redis.ClusterClient"},
+		{"one seed, cluster", Config{Addrs: []string{"h:1"}, Cluster: true}, ModeCluster, "*redis.ClusterClient"},
+		{"sentinel", Config{Addrs: []string{"s:1", "s:2"}, MasterName: "m"}, ModeSentinel, "*redis.Client"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if m := tt.cfg.withDefaults().Mode(); m != tt.mode {
+				t.Errorf("Mode() = %q, want %q", m, tt.mode)
+			}
+			rdb, err := New(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rdb.Close()
+			if got := fmt.Sprintf("%T", rdb); got != tt.wantType {
+				t.Errorf("New() = %s, want %s", got, tt.wantType)
+			}
+		})
+	}
+}
+
+func (c Config) withDefaults() Config { c.setDefaults(); return c }
+
+func TestOptions(t *testing.T) {
+	o := Config{Addrs: []string{"h:1"}, Username: "u", Password: "p", TLS: true, DialTimeout: 7, DialerRetries: 1, MaxRetries: -1}.Options()
+	if o.Username != "u" || o.Password != "p" || o.DialTimeout != 7 || o.DialerRetries != 1 || o.MaxRetries != -1 {
+		t.Errorf("options not passed through: %+v", o)
+	}
+	if o.TLSConfig == nil || o.TLSConfig.MinVersion == 0 || o.TLSConfig.InsecureSkipVerify {
+		t.Errorf("TLS: %+v, want a verifying TLS 1.2+ config", o.TLSConfig)
+	}
+	if o := (Config{}).Options(); o.TLSConfig != nil || len(o.Addrs) != 1 || o.Addrs[0] != DefaultAddr {
+		t.Errorf("zero Config: TLS %v, addrs %v", o.TLSConfig, o.Addrs)
+	}
+}
+
+// The password shows nowhere: String, %v, %+v, %#v, slog text and JSON.
+func TestSecretNeverPrinted(t *testing.T) {
+	const secret = "s3cr3t-pa55"
+	c := Config{Addrs: []string{"a:1", "b:2"}, Username: "delayq", Password: secret, TLS: true}
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("x", "redis", c)
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("x", "redis", c)
+	out := strings.Join([]string{c.String(), fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), buf.String()}, "\n")
+	if strings.Contains(out, secret) {
+		t.Fatalf("password printed:\n%s", out)
+	}
+	for _, want := range []string{"cluster a:1,b:2 user=delayq password=set tls", "password_set=true", `"password_set":true`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	s := Config{Addrs: []string{"s:1"}, MasterName: "mymaster"}.String()
+	if s != "sentinel master=mymaster via s:1" {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+// Ping and ForEachMaster on a single Redis (miniredis answers no INFO
+// cluster section: not a cluster node). The cluster cases run against a
+// real Redis Cluster in e2e/cluster.
+func TestPingSingle(t *testing.T) {
+	mr := miniredis.RunT(t)
+	mr.RequireAuth("pw")
+	rdb, err := New(Config{Addrs: []string{mr.Addr()}, Password: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	if err := Ping(ctx, rdb); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	calls := 0
+	if err := ForEachMaster(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		calls++
+		return c.Set(ctx, "k", "v", 0).Err()
+	}); err != nil || calls != 1 {
+		t.Fatalf("ForEachMaster: %v after %d calls, want 1 call", err, calls)
+	}
+	if mr.Keys()[0] != "k" {
+		t.Fatalf("keys %v", mr.Keys())
+	}
+
+	wrong, _ := New(Config{Addrs: []string{mr.Addr()}, Password: "nope", MaxRetries: -1})
+	defer wrong.Close()
+	if err := Ping(ctx, wrong); err == nil {
+		t.Fatal("Ping with a wrong password succeeded")
+	}
+}
