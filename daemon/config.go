@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -21,7 +22,7 @@ const (
 // docs/ARCHITECTURE.md, "Interfaces".
 type Config struct {
 	Brokers  []string      // Kafka bootstrap addresses; default 127.0.0.1:9092
-	Redis    string        // Redis address; default 127.0.0.1:6379
+	Redis    string        // Redis address, or Redis Cluster seeds or sentinels, comma-separated; default 127.0.0.1:6379
 	HBaseZK  string        // HBase ZooKeeper quorum; default 127.0.0.1:2181
 	Table    string        // HBase table; default delayq_tasks
 	Prefix   string        // Redis key prefix; default delayq
@@ -43,6 +44,17 @@ type Config struct {
 	SlowRate     float64       // delay-input-slow messages/s; default 1000
 	GroupPrefix  string        // consumer group ids are <GroupPrefix>-ingest and -scanner; default delayq
 	Pprof        bool          // serve net/http/pprof under /debug/pprof/ on HTTP
+
+	// How to reach Redis beyond the addresses (package redisconn): one
+	// address in Redis is a single Redis, several are Redis Cluster seeds;
+	// RedisMaster selects Sentinel (Redis then lists the sentinels) and
+	// RedisCluster a cluster behind one seed address. RedisPassword is
+	// never logged.
+	RedisMaster   string
+	RedisCluster  bool
+	RedisUsername string
+	RedisPassword string
+	RedisTLS      bool
 }
 
 func (c *Config) setDefaults() {
@@ -126,7 +138,19 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("brokers: %q is not host:port", b))
 		}
 	}
+	rc := c.redisConn()
+	if err := rc.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("redis: %w", err))
+	}
 	return errors.Join(errs...)
+}
+
+// redisConn is the Redis connection of c.
+func (c *Config) redisConn() redisconn.Config {
+	return redisconn.Config{
+		Addrs: redisconn.SplitAddrs(c.Redis), MasterName: c.RedisMaster, Cluster: c.RedisCluster,
+		Username: c.RedisUsername, Password: c.RedisPassword, TLS: c.RedisTLS,
+	}
 }
 
 func (c *Config) has(role string) bool { return slices.Contains(c.Roles, role) }

@@ -16,11 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/delayq/delayq/dispatcher"
 	"github.com/delayq/delayq/ingest"
+	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
@@ -132,10 +132,13 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		defer hb.Close()
 		store = hb
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.Redis})
+	rdb, err := redisconn.New(cfg.redisConn())
+	if err != nil {
+		return err
+	}
 	defer rdb.Close()
 	if err := retry(ctx, d.log, "ping redis", func(ctx context.Context) error {
-		return rdb.Ping(ctx).Err()
+		return redisconn.Ping(ctx, rdb)
 	}); err != nil {
 		return err
 	}
@@ -188,7 +191,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		g.Go(func() error { return run(gctx) })
 	}
 	d.ready.Store(true)
-	d.log.Info("delayd ready", "roles", cfg.Roles, "brokers", cfg.Brokers, "redis", cfg.Redis,
+	d.log.Info("delayd ready", "roles", cfg.Roles, "brokers", cfg.Brokers, "redis", cfg.redisConn(),
 		"store", storeDesc, "tick", cfg.Tick.String(), "http", cfg.HTTP)
 	err = g.Wait()
 	d.ready.Store(false)

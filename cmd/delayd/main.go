@@ -35,7 +35,12 @@ func run(args []string) error {
 	}
 	brokers, roles, allow := (*envflag.List)(&cfg.Brokers), (*envflag.List)(&cfg.Roles), (*envflag.List)(&cfg.AllowTopics)
 	fs.Var(brokers, "brokers", "Kafka bootstrap addresses, comma-separated")
-	fs.StringVar(&cfg.Redis, "redis", "127.0.0.1:6379", "Redis address")
+	fs.StringVar(&cfg.Redis, "redis", "127.0.0.1:6379", "Redis address; several comma-separated = Redis Cluster seeds, or the sentinels with --redis-master")
+	fs.StringVar(&cfg.RedisMaster, "redis-master", "", "Redis Sentinel master name: --redis then lists the sentinels")
+	fs.BoolVar(&cfg.RedisCluster, "redis-cluster", false, "Redis Cluster even with a single --redis seed")
+	fs.StringVar(&cfg.RedisUsername, "redis-username", "", "Redis ACL user")
+	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "Redis password (prefer DELAYQ_REDIS_PASSWORD: ps shows flags; never logged)")
+	fs.BoolVar(&cfg.RedisTLS, "redis-tls", false, "connect to Redis with TLS (verified against the system roots)")
 	fs.StringVar(&cfg.HBaseZK, "hbase-zk", "127.0.0.1:2181", "HBase ZooKeeper quorum")
 	fs.StringVar(&cfg.Table, "table", "delayq_tasks", "HBase table")
 	fs.StringVar(&cfg.Prefix, "prefix", "delayq", "Redis key prefix")
