@@ -7,7 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delayq/delayq/ingest"
 	"github.com/delayq/delayq/internal/redisconn"
+	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/hbase"
+	"github.com/delayq/delayq/scanner"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -55,34 +60,54 @@ type Config struct {
 	RedisUsername string
 	RedisPassword string
 	RedisTLS      bool
+
+	// Console serves the web console under /ui/ on HTTP (package console);
+	// off in a zero Config, on in delayd (--console). ConsoleWrite enables
+	// its actions, which need ConsoleToken (DELAYQ_CONSOLE_TOKEN).
+	Console      bool
+	ConsoleWrite bool
+	ConsoleToken string
 }
+
+// Defaults of Config that no role package owns.
+const (
+	DefaultHTTP        = "127.0.0.1:9464"
+	DefaultGroupPrefix = "delayq"
+	DefaultTick        = time.Minute
+)
+
+// ErrConfig is wrapped by the errors of Config.Validate.
+var ErrConfig = errors.New("daemon: invalid config")
+
+// AllRoles are the roles delayd runs by default.
+var AllRoles = []string{RoleIngest, RoleDispatcher, RoleScanner}
 
 func (c *Config) setDefaults() {
 	if len(c.Brokers) == 0 {
-		c.Brokers = []string{"127.0.0.1:9092"}
+		c.Brokers = []string{topics.DefaultBroker}
 	}
 	def := func(s *string, v string) {
 		if *s == "" {
 			*s = v
 		}
 	}
-	def(&c.Redis, "127.0.0.1:6379")
-	def(&c.HBaseZK, "127.0.0.1:2181")
-	def(&c.Table, "delayq_tasks")
-	def(&c.Prefix, "delayq")
-	def(&c.HTTP, "127.0.0.1:9464")
-	def(&c.GroupPrefix, "delayq")
+	def(&c.Redis, zset.DefaultAddr)
+	def(&c.HBaseZK, hbase.DefaultZK)
+	def(&c.Table, hbase.DefaultTable)
+	def(&c.Prefix, zset.DefaultPrefix)
+	def(&c.HTTP, DefaultHTTP)
+	def(&c.GroupPrefix, DefaultGroupPrefix)
 	if len(c.Roles) == 0 {
-		c.Roles = []string{RoleIngest, RoleDispatcher, RoleScanner}
+		c.Roles = slices.Clone(AllRoles)
 	}
 	if c.Tick == 0 {
-		c.Tick = time.Minute
+		c.Tick = DefaultTick
 	}
 	if c.MaxDelay == 0 {
-		c.MaxDelay = 720 * time.Hour
+		c.MaxDelay = payload.DefaultMaxDelay
 	}
 	if c.Salts == 0 {
-		c.Salts = 16
+		c.Salts = hbase.DefaultSalts
 	}
 	if c.Segment == 0 {
 		c.Segment = zset.DefaultSegment
@@ -91,56 +116,59 @@ func (c *Config) setDefaults() {
 		c.Shards = zset.DefaultShards
 	}
 	if c.Partitions == 0 {
-		c.Partitions = 8
+		c.Partitions = topics.DefaultPartitions
 	}
 	if c.ScanWorkers == 0 {
-		c.ScanWorkers = 8
+		c.ScanWorkers = scanner.DefaultWorkers
 	}
 	if c.Retention == 0 {
-		c.Retention = 7 * 24 * time.Hour
+		c.Retention = hbase.DefaultRetention
 	}
 	if c.SlowRate == 0 {
-		c.SlowRate = 1000
+		c.SlowRate = ingest.DefaultSlowRate
 	}
 }
 
 // Validate reports every problem of c at once.
 func (c *Config) Validate() error {
 	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
+	}
 	for _, r := range c.Roles {
-		if !slices.Contains([]string{RoleIngest, RoleDispatcher, RoleScanner}, r) {
-			errs = append(errs, fmt.Errorf("roles: unknown role %q (want ingest, dispatcher, scanner)", r))
+		if !slices.Contains(AllRoles, r) {
+			bad("roles: unknown role %q (want ingest, dispatcher, scanner)", r)
 		}
 	}
 	if c.Tick < time.Second {
-		errs = append(errs, fmt.Errorf("tick: %v is below the 1s minimum", c.Tick))
+		bad("tick: %v is below the 1s minimum", c.Tick)
 	}
 	if c.MaxDelay <= 0 {
-		errs = append(errs, fmt.Errorf("max-delay: %v must be positive", c.MaxDelay))
+		bad("max-delay: %v must be positive", c.MaxDelay)
 	}
 	if c.Salts < 1 || c.Salts > 256 {
-		errs = append(errs, fmt.Errorf("salts: %d is outside 1..256", c.Salts))
+		bad("salts: %d is outside 1..256", c.Salts)
 	}
 	if c.Segment < time.Second || c.Segment%time.Second != 0 {
-		errs = append(errs, fmt.Errorf("segment: %v must be whole seconds, at least 1s", c.Segment))
+		bad("segment: %v must be whole seconds, at least 1s", c.Segment)
 	}
 	if c.Shards < 1 {
-		errs = append(errs, fmt.Errorf("shards: %d must be at least 1", c.Shards))
+		bad("shards: %d must be at least 1", c.Shards)
 	}
 	if c.Partitions < 1 {
-		errs = append(errs, fmt.Errorf("partitions: %d must be at least 1", c.Partitions))
+		bad("partitions: %d must be at least 1", c.Partitions)
 	}
 	if c.ScanWorkers < 1 {
-		errs = append(errs, fmt.Errorf("scan-workers: %d must be at least 1", c.ScanWorkers))
+		bad("scan-workers: %d must be at least 1", c.ScanWorkers)
 	}
 	for _, b := range c.Brokers {
 		if !strings.Contains(b, ":") {
-			errs = append(errs, fmt.Errorf("brokers: %q is not host:port", b))
+			bad("brokers: %q is not host:port", b)
 		}
 	}
 	rc := c.redisConn()
 	if err := rc.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("redis: %w", err))
+		bad("redis: %w", err)
 	}
 	return errors.Join(errs...)
 }

@@ -8,19 +8,23 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redsync/redsync/v4"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/delayq/delayq/console"
 	"github.com/delayq/delayq/dispatcher"
+	"github.com/delayq/delayq/dispatcher/redlock"
 	"github.com/delayq/delayq/ingest"
 	"github.com/delayq/delayq/internal/redisconn"
+	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
@@ -51,11 +55,14 @@ type Options struct {
 
 // Daemon is one delayd process.
 type Daemon struct {
-	cfg   Config
-	opts  Options
-	log   *slog.Logger
-	reg   *prometheus.Registry
-	ready atomic.Bool
+	cfg    Config
+	opts   Options
+	log    *slog.Logger
+	reg    *prometheus.Registry
+	ready  atomic.Bool
+	health atomic.Pointer[health] // set once the backends are connected
+
+	console *console.Console // nil unless Config.Console
 }
 
 // New validates cfg and returns a Daemon ready to Run.
@@ -69,7 +76,11 @@ func New(cfg Config, opts Options) (*Daemon, error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger.With("component", "delayd"), reg: reg}, nil
+	d := &Daemon{cfg: cfg, opts: opts, log: opts.Logger.With("component", "delayd"), reg: reg}
+	if err := d.newConsole(); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // Ready reports whether setup finished and the roles run.
@@ -109,7 +120,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 func (d *Daemon) runRoles(ctx context.Context) error {
 	cfg := d.cfg
-	if err := retry(ctx, d.log, "create topics", func(ctx context.Context) error {
+	startup, err := retry.NewStage("startup", d.log, d.reg)
+	if err != nil {
+		return err
+	}
+	// Setup waits for its dependencies as long as it takes, like the roles.
+	setup := retry.Policy{CallTimeout: 30 * time.Second}
+	if err := startup.Do(ctx, "create topics", setup, func(ctx context.Context) error {
 		return topics.Ensure(ctx, cfg.Brokers, topics.Defaults(cfg.Partitions))
 	}); err != nil {
 		return err
@@ -117,7 +134,11 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	store, storeDesc := d.opts.Store, "in-memory (nothing kept across restarts)"
 	if store == nil {
 		storeDesc = "hbase " + cfg.Table + " via " + cfg.HBaseZK
-		if err := retry(ctx, d.log, "create table", func(ctx context.Context) error {
+		// A table written with another salt count can never be read right:
+		// that is fatal, not an outage to wait out.
+		tableSetup := setup
+		tableSetup.Permanent = func(err error) bool { return errors.Is(err, hbase.ErrSaltsMismatch) }
+		if err := startup.Do(ctx, "create table", tableSetup, func(ctx context.Context) error {
 			return hbase.CreateTable(ctx, cfg.HBaseZK, cfg.Table, cfg.Salts)
 		}); err != nil {
 			return err
@@ -137,7 +158,9 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		return err
 	}
 	defer rdb.Close()
-	if err := retry(ctx, d.log, "ping redis", func(ctx context.Context) error {
+	pingRedis := setup
+	pingRedis.Permanent = func(err error) bool { return errors.Is(err, redisconn.ErrClusterNode) }
+	if err := startup.Do(ctx, "ping redis", pingRedis, func(ctx context.Context) error {
 		return redisconn.Ping(ctx, rdb)
 	}); err != nil {
 		return err
@@ -153,6 +176,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	// goes out as several batches per partition.
 	w := producer.New(producer.Config{Brokers: cfg.Brokers, BatchSize: writerBatch})
 	defer w.Close()
+	d.attachConsole(rdb, ix, store, w)
 
 	var roles []func(context.Context) error
 	if cfg.has(RoleIngest) {
@@ -169,7 +193,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if cfg.has(RoleDispatcher) {
 		dp, err := dispatcher.New(dispatcher.Config{
 			Tick: cfg.Tick, LockPrefix: cfg.Prefix, Logger: d.opts.Logger, Registerer: d.reg,
-		}, ix, redsync.New(goredis.NewPool(rdb)), w)
+		}, ix, redlock.New(rdb), w)
 		if err != nil {
 			return err
 		}
@@ -186,10 +210,26 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		roles = append(roles, sc.Run)
 	}
 
+	h, err := newHealth(d.probes(rdb, store), d.log, d.reg)
+	if err != nil {
+		return err
+	}
+	d.health.Store(h)
+
 	g, gctx := errgroup.WithContext(ctx)
 	for _, run := range roles {
 		g.Go(func() error { return run(gctx) })
 	}
+	hctx, stopHealth := context.WithCancel(gctx)
+	healthDone := make(chan struct{})
+	go func() {
+		defer close(healthDone)
+		h.run(hctx)
+	}()
+	defer func() {
+		stopHealth()
+		<-healthDone
+	}()
 	d.ready.Store(true)
 	d.log.Info("delayd ready", "roles", cfg.Roles, "brokers", cfg.Brokers, "redis", cfg.redisConn(),
 		"store", storeDesc, "tick", cfg.Tick.String(), "http", cfg.HTTP)
@@ -201,6 +241,9 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 func (d *Daemon) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{Registry: d.reg}))
+	if d.console != nil {
+		d.console.Register(mux)
+	}
 	if d.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -213,7 +256,12 @@ func (d *Daemon) handler() http.Handler {
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !d.ready.Load() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			http.Error(w, "not ready: starting", http.StatusServiceUnavailable)
+			return
+		}
+		if down := d.health.Load().failing(); len(down) > 0 {
+			// The roles stall and retry by themselves; this only says why.
+			http.Error(w, "not ready: dependency down: "+strings.Join(down, "; "), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")
@@ -234,23 +282,23 @@ func allowList(topics []string) func(string) bool {
 	return func(t string) bool { return set[t] }
 }
 
-// retry runs f until it succeeds or ctx ends, backing off up to 5 s; each
-// failure is logged so a missing backend is visible while delayd waits.
-func retry(ctx context.Context, log *slog.Logger, what string, f func(context.Context) error) error {
-	wait := 200 * time.Millisecond
-	for {
-		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := f(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		log.Warn("startup step failed, retrying", "step", what, "err", err, "retry_in", wait.String())
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w", what, err)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 5*time.Second)
+// probes are the health checks of the backends the roles use: a real call
+// to each (Kafka metadata, Redis PING, an HBase Get of a row that does not
+// exist), never a log line or an open port.
+func (d *Daemon) probes(rdb redis.UniversalClient, store Store) []probe {
+	client := &kafka.Client{Addr: kafka.TCP(d.cfg.Brokers...), Timeout: probeTimeout}
+	ps := []probe{
+		{DepKafka, func(ctx context.Context) error {
+			_, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topics.Scan}})
+			return err
+		}},
+		{DepRedis, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 	}
+	if d.opts.Store == nil {
+		ps = append(ps, probe{DepHBase, func(ctx context.Context) error {
+			_, err := store.Get(ctx, []payload.Ref{{ID: 0, ExecAt: 0}})
+			return err
+		}})
+	}
+	return ps
 }

@@ -1,12 +1,20 @@
 package daemon
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -93,4 +101,63 @@ func TestHealthAndReadiness(t *testing.T) {
 	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
 		t.Errorf("/metrics = %d, want 200 with the Go collector", code)
 	}
+}
+
+// TestReadyzNamesTheDependencyDown: while a probe fails, /readyz answers
+// 503 naming the dependency and delayq_dependency_up is 0 for it; one WARN
+// line when it goes down, one INFO line when it is back, and then 200.
+func TestReadyzNamesTheDependencyDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		d, err := New(Config{}, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var redisDown atomic.Bool
+		redisDown.Store(true)
+		h, err := newHealth([]probe{
+			{DepKafka, func(context.Context) error { return nil }},
+			{DepRedis, func(context.Context) error {
+				if redisDown.Load() {
+					return errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+				}
+				return nil
+			}},
+		}, d.log, d.reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.health.Store(h)
+		d.ready.Store(true)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); h.run(ctx) }()
+
+		readyz := func() (int, string) {
+			rec := httptest.NewRecorder()
+			d.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+			return rec.Code, rec.Body.String()
+		}
+		time.Sleep(5 * time.Second)
+		if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "redis: dial tcp") || strings.Contains(body, "kafka") {
+			t.Fatalf("/readyz with Redis down = %d %q, want 503 naming redis only", code, body)
+		}
+		if got := testutil.ToFloat64(h.up.WithLabelValues(DepRedis)); got != 0 {
+			t.Fatalf("delayq_dependency_up{redis} = %v while down", got)
+		}
+		redisDown.Store(false)
+		time.Sleep(2 * time.Second)
+		if code, _ := readyz(); code != http.StatusOK {
+			t.Fatalf("/readyz after Redis returned = %d, want 200", code)
+		}
+		if got := testutil.ToFloat64(h.up.WithLabelValues(DepRedis)); got != 1 {
+			t.Fatalf("delayq_dependency_up{redis} = %v after recovery", got)
+		}
+		cancel()
+		<-done
+		out := logs.String()
+		if strings.Count(out, "dependency down") != 1 || strings.Count(out, "dependency up again") != 1 {
+			t.Fatalf("want one down and one up line over 5 failed probes, got:\n%s", out)
+		}
+	})
 }

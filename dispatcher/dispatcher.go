@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"time"
 
-	"github.com/go-redsync/redsync/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/scantask"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/zset"
@@ -23,6 +22,14 @@ type Index interface {
 	DueKeys(ctx context.Context, until int64) ([]string, error)
 	Retire(ctx context.Context, before int64) (int, error)
 	Backlog(ctx context.Context) ([]zset.SegmentCount, error)
+}
+
+// Locker elects the winner of a tick (redlock.Locker on Redis).
+type Locker interface {
+	// TryLock makes one attempt at the lock name, held for expiry and
+	// never released early. It reports false with a nil error when
+	// another instance holds it, and an error when it could not ask.
+	TryLock(ctx context.Context, name string, expiry time.Duration) (bool, error)
 }
 
 // Writer writes scan tasks; a kafka-go Writer without a Topic of its own
@@ -56,6 +63,10 @@ type Config struct {
 	// command per segment and shard). Default max(Tick, 1m); negative turns
 	// the gauge off.
 	BacklogEvery time.Duration
+	// Backoff bounds the waits between retries of a won tick's calls while
+	// Redis or Kafka is down; they go on until the tick's time is up.
+	// Defaults of package retry (100ms doubling to 5s).
+	Backoff retry.Backoff
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Registerer for the dispatcher metrics; nil does not register them.
@@ -67,7 +78,7 @@ func (c *Config) setDefaults() {
 		c.Tick = time.Minute
 	}
 	if c.LockPrefix == "" {
-		c.LockPrefix = "delayq"
+		c.LockPrefix = zset.DefaultPrefix
 	}
 	if c.RetireGrace == 0 {
 		c.RetireGrace = max(2*c.Tick, time.Minute)
@@ -85,21 +96,27 @@ func (c *Config) setDefaults() {
 		c.Lookahead = 0
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 }
+
+// ErrConfig is wrapped by the errors of Config.Validate and New.
+var ErrConfig = errors.New("dispatcher: invalid config")
 
 // Validate reports every problem with c at once.
 func (c *Config) Validate() error {
 	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
+	}
 	if c.Tick < time.Second || c.Tick%time.Second != 0 {
-		errs = append(errs, fmt.Errorf("dispatcher: tick %v: want whole seconds, at least 1s", c.Tick))
+		bad("tick %v: want whole seconds, at least 1s", c.Tick)
 	}
 	if c.RetireGrace < 0 {
-		errs = append(errs, fmt.Errorf("dispatcher: negative retire grace %v", c.RetireGrace))
+		bad("negative retire grace %v", c.RetireGrace)
 	}
 	if topics.Internal(c.ScanTopic) && c.ScanTopic != topics.Scan {
-		errs = append(errs, fmt.Errorf("dispatcher: scan topic %q is another internal topic", c.ScanTopic))
+		bad("scan topic %q is another internal topic", c.ScanTopic)
 	}
 	return errors.Join(errs...)
 }
@@ -108,26 +125,31 @@ func (c *Config) Validate() error {
 type Dispatcher struct {
 	cfg        Config
 	ix         Index
-	locker     *redsync.Redsync
+	locker     Locker
 	w          Writer
 	log        *slog.Logger
 	metrics    *metrics
+	stage      *retry.Stage
 	lockExpiry time.Duration
 	work       time.Duration // time limit of a won tick
 }
 
 // New returns a Dispatcher over the index ix, electing a winner per tick
 // with locker and writing scan tasks with w.
-func New(cfg Config, ix Index, locker *redsync.Redsync, w Writer) (*Dispatcher, error) {
+func New(cfg Config, ix Index, locker Locker, w Writer) (*Dispatcher, error) {
 	cfg.setDefaults()
 	err := cfg.Validate()
 	if ix == nil || locker == nil || w == nil {
-		err = errors.Join(err, errors.New("dispatcher: nil index, locker or writer"))
+		err = errors.Join(err, fmt.Errorf("%w: nil index, locker or writer", ErrConfig))
 	}
 	if err != nil {
 		return nil, err
 	}
 	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	stage, err := retry.NewStage("dispatcher", cfg.Logger, cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +161,7 @@ func New(cfg Config, ix Index, locker *redsync.Redsync, w Writer) (*Dispatcher, 
 		w:          w,
 		log:        cfg.Logger.With("component", "dispatcher"),
 		metrics:    m,
+		stage:      stage,
 		lockExpiry: expiry,
 		work:       max(cfg.Tick, 10*time.Second),
 	}, nil
@@ -177,37 +200,45 @@ func (d *Dispatcher) lockName(at time.Time) string {
 
 // tick makes one attempt at the lock of the tick at `at` and, when it wins,
 // emits scan tasks, retires segments and refreshes the backlog gauge. It
-// returns the result it counted.
+// returns the result it counted. While Redis or Kafka is down the attempt
+// and the emit are retried (one WARN when the stall starts, one INFO when
+// it ends) until the tick's time is up; a tick that runs out loses nothing,
+// the next one lists the same zsets.
 func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 	ctx, cancel := context.WithTimeout(ctx, d.work)
 	defer cancel()
 	log := d.log.With("tick", at.Unix())
-	mu := d.locker.NewMutex(d.lockName(at), redsync.WithTries(1), redsync.WithExpiry(d.lockExpiry))
 	backlog := d.backlogTick(at)
-	if err := mu.TryLockContext(ctx); err != nil {
-		var taken *redsync.ErrTaken
-		if errors.As(err, &taken) || errors.Is(err, redsync.ErrFailed) {
-			d.metrics.ticks.WithLabelValues(resultLost).Inc()
-			if backlog {
-				d.metrics.pending.Reset() // the winner exports it now
-			}
-			return resultLost
+	policy := retry.Policy{Backoff: d.cfg.Backoff}
+	var won bool
+	err := d.stage.Do(ctx, "lock", policy, func(ctx context.Context) (err error) {
+		won, err = d.locker.TryLock(ctx, d.lockName(at), d.lockExpiry)
+		return err
+	})
+	if err == nil && !won {
+		d.metrics.ticks.WithLabelValues(resultLost).Inc()
+		if backlog {
+			d.metrics.pending.Reset() // the winner exports it now
 		}
-		log.Warn("dispatch lock failed", "err", err)
-		d.metrics.ticks.WithLabelValues(resultError).Inc()
-		return resultError
+		return resultLost
 	}
 	// The lock is never released: it expires after the tick, so no other
 	// instance can win this tick late.
-	n, err := d.emit(ctx, at.Add(d.cfg.Lookahead).UnixMilli())
-	result := resultWon
-	if err != nil {
-		log.Error("dispatch failed", "err", err)
-		result = resultError
-	} else if n > 0 {
-		log.Debug("dispatched", "scan_tasks", n)
+	if err == nil {
+		err = d.stage.Do(ctx, "emit", policy, func(ctx context.Context) error {
+			n, err := d.emit(ctx, at.Add(d.cfg.Lookahead).UnixMilli())
+			if err == nil && n > 0 {
+				log.Debug("dispatched", "scan_tasks", n)
+			}
+			return err
+		})
 	}
-	d.metrics.ticks.WithLabelValues(result).Inc()
+	if err != nil {
+		log.Debug("tick given up, the next tick covers it", "err", err)
+		d.metrics.ticks.WithLabelValues(resultError).Inc()
+		return resultError
+	}
+	d.metrics.ticks.WithLabelValues(resultWon).Inc()
 
 	if retired, err := d.ix.Retire(ctx, at.Add(-d.cfg.RetireGrace).UnixMilli()); err != nil {
 		log.Warn("retire failed", "err", err)
@@ -220,7 +251,7 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 			log.Warn("backlog failed", "err", err)
 		}
 	}
-	return result
+	return resultWon
 }
 
 // backlogTick reports whether the tick at `at` refreshes the backlog gauge:

@@ -2,20 +2,16 @@ package dispatcher
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-redsync/redsync/v4"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/deploy/stacktest"
+	"github.com/delayq/delayq/dispatcher/redlock"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/scantask"
 	"github.com/delayq/delayq/kafka/topics"
@@ -29,53 +25,6 @@ func realRedis(t *testing.T) (*redis.Client, string) {
 	return stacktest.RedisPrefix(t, "dqtest-dispatch")
 }
 
-// The foundation's check: two redsync mutexes on one name, from two
-// clients, try at the same moment; exactly one wins, the other is told the
-// lock is taken, and the lock expires by itself.
-func TestRealRedisRedsyncTwoMutexesOneWins(t *testing.T) {
-	c1, prefix := realRedis(t)
-	c2 := redis.NewClient(&redis.Options{Addr: stacktest.Redis(t)})
-	defer c2.Close()
-	lockers := []*redsync.Redsync{redsync.New(goredis.NewPool(c1)), redsync.New(goredis.NewPool(c2))}
-	ctx := context.Background()
-	const expiry = 3 * time.Second
-	for round := range 20 {
-		name := fmt.Sprintf("%s:dispatch:%d", prefix, round)
-		errs := make([]error, 2)
-		var wg sync.WaitGroup
-		startGate := make(chan struct{})
-		for i, l := range lockers {
-			mu := l.NewMutex(name, redsync.WithTries(1), redsync.WithExpiry(expiry))
-			wg.Go(func() {
-				<-startGate
-				errs[i] = mu.TryLockContext(ctx)
-			})
-		}
-		close(startGate)
-		wg.Wait()
-		won := 0
-		for _, err := range errs {
-			var taken *redsync.ErrTaken
-			switch {
-			case err == nil:
-				won++
-			case errors.As(err, &taken):
-			default:
-				t.Fatalf("round %d: unexpected error %v", round, err)
-			}
-		}
-		if won != 1 {
-			t.Fatalf("round %d: %d winners (%v), want exactly 1", round, won, errs)
-		}
-		if ttl := c1.PTTL(ctx, name).Val(); ttl <= 0 || ttl > expiry {
-			t.Fatalf("round %d: lock TTL %v, want in (0, %v]", round, ttl, expiry)
-		}
-	}
-}
-
-// TestRealStackDispatcherEmitsDueZsetsOnly runs a dispatcher with a 1 s
-// tick against the real Redis and Kafka and reads the scan topic back: a
-// tick emits exactly the zsets that hold due members, keyed by zset.
 func TestRealStackDispatcherEmitsDueZsetsOnly(t *testing.T) {
 	c, prefix := realRedis(t)
 	brokers := stacktest.Kafka(t)
@@ -112,7 +61,7 @@ func TestRealStackDispatcherEmitsDueZsetsOnly(t *testing.T) {
 
 	w := producer.New(producer.Config{Brokers: brokers})
 	defer w.Close()
-	d, err := New(Config{Tick: time.Second, LockPrefix: prefix, ScanTopic: topic}, ix, redsync.New(goredis.NewPool(c)), w)
+	d, err := New(Config{Tick: time.Second, LockPrefix: prefix, ScanTopic: topic}, ix, redlock.New(c), w)
 	if err != nil {
 		t.Fatal(err)
 	}

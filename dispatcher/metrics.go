@@ -1,9 +1,12 @@
 package dispatcher
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/delayq/delayq/internal/metric"
 )
 
 // Tick results.
@@ -40,13 +43,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{resultWon, resultLost, resultError} {
 		m.ticks.WithLabelValues(r)
 	}
-	if reg == nil {
-		return m, nil
-	}
+	var errs []error
 	for _, c := range []prometheus.Collector{m.ticks, m.emitted, m.pending} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("dispatcher: register metrics: %w", err)
-		}
+		metric.Register(reg, &errs, c)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("dispatcher: register metrics: %w", err)
 	}
 	return m, nil
 }

@@ -9,4 +9,8 @@
 // runs never see each other's tasks. The figures each test measures
 // (lateness percentiles, duplicates after a crash, scan tasks per tick) are
 // written with t.Log: run `go test -v ./e2e` to read them.
+//
+// The harness (building delayd, running it, producing, collecting, judging)
+// is package e2e/e2etest, shared with the fault-injection tests in
+// e2e/fault, which take services away on a private stack.
 package e2e

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/daemon"
+	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/kafka/topics"
 )
 
@@ -40,25 +41,25 @@ func TestEmbedded(t *testing.T) {
 		}
 	}()
 
-	e := &env{t: t, brokers: []string{a[0]}, run: fmt.Sprintf("emb%d", time.Now().UnixNano())}
-	topic := e.topic("orders")
-	out, failed := e.collect(topic), e.collect(topics.Failed)
-	waitFor(t, 30*time.Second, "delay-input to exist", func() bool {
-		return topics.Ensure(context.Background(), e.brokers, []topics.Spec{{Name: topics.Input}}) == nil
+	e := &e2etest.Env{T: t, Stack: e2etest.Stack{Brokers: []string{a[0]}}, Run: fmt.Sprintf("emb%d", time.Now().UnixNano())}
+	topic := e.Topic("orders")
+	out, failed := e.Collect(topic), e.Collect(topics.Failed)
+	e2etest.WaitFor(t, 30*time.Second, "delay-input to exist", func() bool {
+		return topics.Ensure(context.Background(), e.Brokers, []topics.Spec{{Name: topics.Input}}) == nil
 	})
 
-	w := newWorkload(e.run, topic, 1000, 50, 8*time.Second, time.Now())
-	e.submit(ctx, w)
+	w := e.NewWorkload(topic, 1000, 50, 8*time.Second, time.Now())
+	e.Submit(ctx, w)
 
-	r := e.awaitDelivery(w, out, 60*time.Second)
+	r := awaitDelivery(w.Ledger, out, 60*time.Second)
 	t.Logf("TestEmbedded: %v", r)
-	e.mustBeClean(r)
-	e.checkFailed(w, failed)
+	mustBeClean(t, r)
+	checkFailed(t, w.Ledger, failed)
 }
 
 // TestEmbeddedBusyPort: a taken port is one clear error naming the flag.
 func TestEmbeddedBusyPort(t *testing.T) {
-	ln := listen(t)
+	ln := e2etest.Listen(t)
 	defer ln.Close()
 	err := daemon.Embedded(context.Background(), daemon.Config{Brokers: []string{ln.Addr().String()}}, daemon.Options{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "--brokers "+ln.Addr().String()) || !strings.Contains(err.Error(), "already in use") {

@@ -94,7 +94,7 @@ func groupConfig(cfg GroupConfig) kafka.ConsumerGroupConfig {
 		gc.Brokers = []string{topics.DefaultBroker}
 	}
 	if cfg.Logger != nil {
-		gc.ErrorLogger = klog.Errors(cfg.Logger.With("component", "kafka_group"))
+		gc.ErrorLogger = klog.Logger(cfg.Logger.With("component", "kafka_group"))
 	}
 	return gc
 }

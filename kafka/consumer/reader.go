@@ -90,7 +90,7 @@ func (c ReaderConfig) Config() (kafka.ReaderConfig, error) {
 		rc.StartOffset = kafka.FirstOffset
 	}
 	if c.Logger != nil {
-		rc.ErrorLogger = klog.Errors(c.Logger.With("component", "kafka_reader"))
+		rc.ErrorLogger = klog.Logger(c.Logger.With("component", "kafka_reader"))
 	}
 	if err := rc.Validate(); err != nil {
 		return kafka.ReaderConfig{}, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -52,7 +52,7 @@ func New(cfg Config) *kafka.Writer {
 		AllowAutoTopicCreation: true,
 	}
 	if cfg.Logger != nil {
-		w.ErrorLogger = klog.Errors(cfg.Logger.With("component", "kafka_writer"))
+		w.ErrorLogger = klog.Logger(cfg.Logger.With("component", "kafka_writer"))
 	}
 	return w
 }

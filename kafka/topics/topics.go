@@ -14,6 +14,9 @@ import (
 // brokers.
 const DefaultBroker = "127.0.0.1:9092"
 
+// DefaultPartitions is the partition count of the topics delayd creates.
+const DefaultPartitions = 8
+
 // delayq's own topics.
 const (
 	Input  = "delay-input"      // tasks and cancels from producers

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/tools/loadgen/internal/load"
 )
 
@@ -60,7 +61,7 @@ func run(args []string) error {
 	jsonOut := fs.String("json", "", "write the JSON report here (- for stdout)")
 	svgOut := fs.String("svg", "", "write the lateness plot (SVG) here")
 	dropTable := fs.String("drop-table", "", "only drop this HBase table (after stopping its delayd) and exit")
-	zk := fs.String("hbase-zk", "127.0.0.1:2181", "HBase ZooKeeper quorum (--drop-table)")
+	zk := fs.String("hbase-zk", hbase.DefaultZK, "HBase ZooKeeper quorum (--drop-table)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return nil

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/delayq/delayq/cmd/internal/envflag"
+	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -142,12 +144,12 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 
 	pf := root.PersistentFlags()
-	pf.StringSliceVar(&g.brokers, "brokers", []string{"127.0.0.1:9092"}, "Kafka bootstrap addresses, comma-separated")
-	pf.StringVar(&g.redis, "redis", "127.0.0.1:6379", "Redis address; several comma-separated = Redis Cluster seeds, or the sentinels with --redis-master")
+	pf.StringSliceVar(&g.brokers, "brokers", []string{topics.DefaultBroker}, "Kafka bootstrap addresses, comma-separated")
+	pf.StringVar(&g.redis, "redis", zset.DefaultAddr, "Redis address; several comma-separated = Redis Cluster seeds, or the sentinels with --redis-master")
 	g.rc.register(pf)
-	pf.StringVar(&g.zk, "hbase-zk", "127.0.0.1:2181", "HBase ZooKeeper quorum")
-	pf.StringVar(&g.table, "table", "delayq_tasks", "HBase table")
-	pf.StringVar(&g.prefix, "prefix", "delayq", "Redis key prefix")
+	pf.StringVar(&g.zk, "hbase-zk", hbase.DefaultZK, "HBase ZooKeeper quorum")
+	pf.StringVar(&g.table, "table", hbase.DefaultTable, "HBase table")
+	pf.StringVar(&g.prefix, "prefix", zset.DefaultPrefix, "Redis key prefix")
 	pf.IntVar(&g.salts, "salts", 16, "HBase salt buckets (pre-split regions); must match delayd's")
 	pf.DurationVar(&g.segment, "segment", zset.DefaultSegment, "Redis segment length; must match delayd's")
 	pf.IntVar(&g.shards, "shards", zset.DefaultShards, "Redis zsets per segment; must match delayd's")

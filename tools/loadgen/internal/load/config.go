@@ -7,15 +7,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/internal/redisconn"
+	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/zset"
 )
 
 // Defaults of Config.
 const (
-	DefaultBroker        = "127.0.0.1:9092"
-	DefaultRedis         = "127.0.0.1:6379"
-	DefaultDelayd        = "127.0.0.1:9464"
-	DefaultPrefix        = "delayq"
+	DefaultBroker        = topics.DefaultBroker
+	DefaultRedis         = zset.DefaultAddr
+	DefaultDelayd        = daemon.DefaultHTTP
+	DefaultPrefix        = zset.DefaultPrefix
 	DefaultTasks         = 100_000
 	DefaultSpan          = time.Minute
 	DefaultMinDelay      = 5 * time.Second

@@ -1,0 +1,419 @@
+package console
+
+import (
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"mime"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/zset"
+)
+
+// maxBody caps the JSON body of an action.
+const maxBody = 64 << 10
+
+// httpError is an error with the status the API answers it with.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e httpError) Error() string { return e.msg }
+
+// api turns f into a JSON endpoint: its value is answered 200, an
+// httpError with its status, any other error 502 (a backend failed).
+func (c *Console) api(f func(*http.Request) (any, error)) http.Handler {
+	return secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		v, err := f(r)
+		status := http.StatusOK
+		if err != nil {
+			var he httpError
+			switch {
+			case errors.As(err, &he):
+				status = he.status
+			case errors.Is(err, ErrNotReady):
+				status = http.StatusServiceUnavailable
+			default:
+				status = http.StatusBadGateway
+			}
+			v = map[string]string{"error": err.Error()}
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(v)
+	}))
+}
+
+// action guards f: write mode, the bearer token, a JSON body.
+func (c *Console) action(f func(*http.Request) (any, error)) func(*http.Request) (any, error) {
+	return func(r *http.Request) (any, error) {
+		if !c.cfg.Write {
+			return nil, httpError{http.StatusForbidden, "read-only console: start delayd with --console-write and DELAYQ_CONSOLE_TOKEN to act"}
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(c.cfg.Token)) != 1 {
+			return nil, httpError{http.StatusUnauthorized, "missing or wrong console token"}
+		}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			return nil, httpError{http.StatusUnsupportedMediaType, "send application/json"}
+		}
+		r.Body = http.MaxBytesReader(nil, r.Body, maxBody)
+		return f(r)
+	}
+}
+
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return httpError{http.StatusBadRequest, "body: " + err.Error()}
+	}
+	return nil
+}
+
+func (c *Console) ready() (*Backends, error) {
+	b := c.backends()
+	if b == nil {
+		return nil, ErrNotReady
+	}
+	return b, nil
+}
+
+// Overview is the overview page's data.
+type Overview struct {
+	Now   int64 `json:"now"`
+	Write bool  `json:"write"`
+	Ready bool  `json:"ready"`
+	// Window is the span, in seconds, the rates and the lateness
+	// percentiles cover; 0 when there is no earlier sample yet.
+	Window  float64            `json:"window"`
+	Totals  map[string]float64 `json:"totals"`
+	Rates   map[string]float64 `json:"rates,omitempty"` // per second over Window
+	Reasons map[string]float64 `json:"failed_by_reason"`
+	// Lateness percentiles in seconds over Window, or since start when no
+	// task was delivered in Window (LatenessSince says which); nil when none
+	// was ever delivered.
+	LatenessP50   *float64           `json:"lateness_p50"`
+	LatenessP99   *float64           `json:"lateness_p99"`
+	LatenessSince string             `json:"lateness_since"` // "window" or "start"
+	Lag           map[string]float64 `json:"ingest_lag"`
+	Pending       map[string]float64 `json:"pending"`
+	Dependencies  []Status           `json:"dependencies"`
+}
+
+func (c *Console) overview(r *http.Request) (any, error) {
+	mfs, err := c.cfg.Gatherer.Gather()
+	if err != nil && len(mfs) == 0 {
+		return nil, fmt.Errorf("read metrics: %w", err)
+	}
+	now := c.cfg.Now()
+	s := readSample(now, mfs)
+	old, ok := c.sampler.base(s)
+	o := Overview{
+		Now: now.UnixMilli(), Write: c.cfg.Write, Totals: map[string]float64{}, Reasons: s.failed,
+		Lag: s.lag, Pending: s.pending, Dependencies: []Status{},
+	}
+	for _, k := range counters {
+		o.Totals[k.key] = s.counters[k.metric]
+	}
+	lat, since := s.lateness, "start"
+	if ok {
+		dt := s.at.Sub(old.at).Seconds()
+		o.Window, o.Rates = dt, map[string]float64{}
+		for _, k := range counters {
+			o.Rates[k.key] = max(0, s.counters[k.metric]-old.counters[k.metric]) / dt
+		}
+		if d := s.lateness.since(old.lateness); d.count > 0 {
+			lat, since = d, "window"
+		}
+	}
+	o.LatenessP50, o.LatenessP99, o.LatenessSince = finite(lat.quantile(0.5)), finite(lat.quantile(0.99)), since
+	if b := c.backends(); b != nil {
+		o.Ready = true
+		o.Dependencies = c.prober.status(r.Context())
+	}
+	return o, nil
+}
+
+func finite(f float64) *float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil
+	}
+	return &f
+}
+
+func (c *Console) backlogView(r *http.Request) (any, error) {
+	b, err := c.ready()
+	if err != nil {
+		return nil, err
+	}
+	if b.Index == nil {
+		return nil, httpError{http.StatusNotImplemented, "this delayd has no index"}
+	}
+	now := c.cfg.Now()
+	segs, err := c.backlog.get(r.Context(), now)
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	v := bucketize(now, segs)
+	v.CachedFor = c.cfg.BacklogTTL.Seconds()
+	return v, nil
+}
+
+// Bytes is a key or value as the pages show it: text when it is UTF-8,
+// else base64; cut to Config.PreviewBytes.
+type Bytes struct {
+	Len       int    `json:"len"`
+	Null      bool   `json:"null,omitempty"`
+	Text      string `json:"text,omitempty"`
+	Base64    string `json:"base64,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+func (c *Console) preview(b []byte) Bytes {
+	p := Bytes{Len: len(b), Null: b == nil}
+	if len(b) > c.cfg.PreviewBytes {
+		b, p.Truncated = b[:c.cfg.PreviewBytes], true
+		for i := 0; i < utf8.UTFMax && !utf8.Valid(b) && len(b) > 0; i++ {
+			b = b[:len(b)-1] // do not call text binary for a rune the cut split
+		}
+	}
+	if utf8.Valid(b) {
+		p.Text = string(b)
+	} else {
+		p.Base64 = base64.StdEncoding.EncodeToString(b)
+	}
+	return p
+}
+
+// Task states.
+const (
+	StatePending   = "pending"   // indexed, will be delivered when due
+	StateCancelled = "cancelled" // the row carries the cancel marker
+	StateDone      = "delivered" // row kept, no longer indexed: delivered (or being delivered)
+	StateOrphan    = "indexed without a row"
+	StateUnknown   = "unknown" // no row, not indexed: never seen here, or expired
+)
+
+// TaskView is the task page's data.
+type TaskView struct {
+	ID        string   `json:"id"`
+	ID64      string   `json:"id64"`
+	ExecAt    int64    `json:"exec_at"`
+	Due       string   `json:"due"`
+	State     string   `json:"state"`
+	Stored    bool     `json:"stored"`
+	Pending   bool     `json:"pending"`
+	Cancelled bool     `json:"cancelled"`
+	Zset      string   `json:"zset"`
+	Topic     string   `json:"topic,omitempty"`
+	Key       *Bytes   `json:"key,omitempty"`
+	Value     *Bytes   `json:"value,omitempty"`
+	Headers   []Header `json:"headers,omitempty"`
+}
+
+// taskRef reads the id and due time of a task from query or body values.
+func taskRef(id, at string) (payload.Ref, int64, error) {
+	var errs []string
+	if id == "" {
+		errs = append(errs, "id is required")
+	} else if len(id) > 128 {
+		errs = append(errs, fmt.Sprintf("id is %d bytes, over the 128-byte limit", len(id)))
+	}
+	ms, err := parseTime(at)
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return payload.Ref{}, 0, httpError{http.StatusBadRequest, strings.Join(errs, "; ")}
+	}
+	return payload.Ref{ID: payload.TaskID(id), ExecAt: ms}, ms, nil
+}
+
+// parseTime reads a due time: unix milliseconds or RFC 3339.
+func parseTime(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("at (the due time) is required")
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if ms <= 0 {
+			return 0, fmt.Errorf("at %q: want a positive unix ms time", s)
+		}
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.UnixMilli() <= 0 {
+		return 0, fmt.Errorf("at %q: want RFC 3339 (2030-01-02T15:04:05Z) or unix ms", s)
+	}
+	return t.UnixMilli(), nil
+}
+
+func (c *Console) task(r *http.Request) (any, error) {
+	b, err := c.ready()
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	ref, ms, err := taskRef(q.Get("id"), q.Get("at"))
+	if err != nil {
+		return nil, err
+	}
+	if b.Store == nil || b.Index == nil {
+		return nil, httpError{http.StatusNotImplemented, "this delayd has no payload store or index"}
+	}
+	rows, err := b.Store.Get(r.Context(), []payload.Ref{ref})
+	if err != nil {
+		return nil, fmt.Errorf("payload store: %w", err)
+	}
+	e := zset.Entry{ID: ref.ID, ExecAt: ms}
+	pending, err := b.Index.Pending(r.Context(), e)
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	v := TaskView{
+		ID: q.Get("id"), ID64: strconv.FormatUint(ref.ID, 10), ExecAt: ms,
+		Due: time.UnixMilli(ms).UTC().Format(time.RFC3339Nano), Pending: pending, Zset: b.Index.Key(e),
+	}
+	if t := rows[0]; t != nil {
+		v.Stored, v.Cancelled, v.Topic = true, t.Cancel, t.Topic
+		if !t.Cancel || t.Topic != "" {
+			k, val := c.preview(t.Key), c.preview(t.Value)
+			v.Key, v.Value = &k, &val
+		}
+		for _, h := range t.Headers {
+			v.Headers = append(v.Headers, Header{Key: h.Key, Value: string(h.Value)})
+		}
+	}
+	switch {
+	case v.Cancelled:
+		v.State = StateCancelled
+	case v.Stored && pending:
+		v.State = StatePending
+	case v.Stored:
+		v.State = StateDone
+	case pending:
+		v.State = StateOrphan
+	default:
+		v.State = StateUnknown
+	}
+	return v, nil
+}
+
+type cancelRequest struct {
+	ID string `json:"id"`
+	At string `json:"at"`
+}
+
+func (c *Console) cancel(r *http.Request) (any, error) {
+	b, err := c.ready()
+	if err != nil {
+		return nil, err
+	}
+	var req cancelRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	_, ms, err := taskRef(req.ID, req.At)
+	if err != nil {
+		return nil, err
+	}
+	if b.Canceller == nil {
+		return nil, httpError{http.StatusNotImplemented, "this delayd cannot write cancels"}
+	}
+	if err := b.Canceller.Cancel(r.Context(), req.ID, ms); err != nil {
+		return nil, fmt.Errorf("cancel: %w", err)
+	}
+	c.cfg.Logger.Info("console cancel sent", "id", req.ID, "exec_at", ms, "remote", r.RemoteAddr)
+	return map[string]any{"sent": true, "id": req.ID, "exec_at": ms}, nil
+}
+
+// FailedView is one row of the failed page.
+type FailedView struct {
+	Partition int      `json:"partition"`
+	Offset    int64    `json:"offset"`
+	Time      int64    `json:"time"` // unix ms
+	Reason    string   `json:"reason"`
+	Source    string   `json:"source,omitempty"`
+	Topic     string   `json:"topic,omitempty"` // delay-topic, the business topic asked for
+	Dropped   bool     `json:"dropped,omitempty"`
+	Key       Bytes    `json:"key"`
+	Value     Bytes    `json:"value"`
+	Headers   []Header `json:"headers"`
+}
+
+func (c *Console) failed(r *http.Request) (any, error) {
+	b, err := c.ready()
+	if err != nil {
+		return nil, err
+	}
+	if b.Failed == nil {
+		return nil, httpError{http.StatusNotImplemented, "this delayd cannot read delay-failed"}
+	}
+	q := FailedQuery{Reason: r.URL.Query().Get("reason"), Limit: c.cfg.FailedLimit}
+	if s := r.URL.Query().Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, httpError{http.StatusBadRequest, fmt.Sprintf("limit %q: want a positive number", s)}
+		}
+		q.Limit = min(n, c.cfg.FailedLimit)
+	}
+	msgs, err := b.Failed.Browse(r.Context(), q)
+	if err != nil {
+		return nil, fmt.Errorf("delay-failed: %w", err)
+	}
+	out := make([]FailedView, len(msgs))
+	for i, m := range msgs {
+		v := FailedView{
+			Partition: m.Partition, Offset: m.Offset, Time: m.Time.UnixMilli(), Reason: m.Reason, Source: m.Source,
+			Topic: m.Business, Dropped: m.Dropped, Key: c.preview(m.Key), Value: c.preview(m.Value), Headers: m.Headers,
+		}
+		if v.Headers == nil {
+			v.Headers = []Header{}
+		}
+		out[i] = v
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time > out[j].Time })
+	return map[string]any{"messages": out, "limit": q.Limit}, nil
+}
+
+type replayRequest struct {
+	Messages []FailedRef `json:"messages"`
+}
+
+// maxReplay caps the messages one replay request names.
+const maxReplay = 1000
+
+func (c *Console) replay(r *http.Request) (any, error) {
+	b, err := c.ready()
+	if err != nil {
+		return nil, err
+	}
+	var req replayRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	if len(req.Messages) == 0 || len(req.Messages) > maxReplay {
+		return nil, httpError{http.StatusBadRequest, fmt.Sprintf("name 1 to %d messages, got %d", maxReplay, len(req.Messages))}
+	}
+	if b.Failed == nil {
+		return nil, httpError{http.StatusNotImplemented, "this delayd cannot read delay-failed"}
+	}
+	n, err := b.Failed.Replay(r.Context(), req.Messages)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	c.cfg.Logger.Info("console replay sent", "messages", n, "remote", r.RemoteAddr)
+	return map[string]any{"replayed": n}, nil
+}

@@ -1,0 +1,113 @@
+package console
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// ErrNotReady is answered (503) until Attach gave the console its backends.
+var ErrNotReady = errors.New("console: delayd is starting, its backends are not ready yet")
+
+// Console serves the pages and their API. It is safe for concurrent use.
+type Console struct {
+	cfg     Config
+	static  http.Handler
+	sampler sampler
+	prober  prober
+	backlog backlogCache
+
+	mu sync.RWMutex
+	b  *Backends // nil until Attach
+}
+
+// New validates cfg and returns a Console without backends: its pages load
+// and its API answers 503 until Attach.
+func New(cfg Config) (*Console, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	sub, err := fs.Sub(assets, "assets")
+	if err != nil {
+		return nil, fmt.Errorf("console: assets: %w", err)
+	}
+	c := &Console{
+		cfg:     cfg,
+		static:  http.StripPrefix("/ui/", http.FileServerFS(sub)),
+		sampler: sampler{window: cfg.Window},
+		prober:  prober{ttl: cfg.ProbeTTL, timeout: cfg.ProbeTimeout, now: cfg.Now},
+		backlog: backlogCache{ttl: cfg.BacklogTTL},
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(upCollector{&c.prober}); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, fmt.Errorf("console: register metrics: %w", err)
+			}
+		}
+	}
+	return c, nil
+}
+
+// Attach hands the console the backends delayd's roles use. It may be
+// called again (a restart of the roles) and replaces them.
+func (c *Console) Attach(b Backends) {
+	c.prober.set(b.Probes)
+	c.backlog.set(b.Index)
+	c.mu.Lock()
+	c.b = &b
+	c.mu.Unlock()
+}
+
+func (c *Console) backends() *Backends {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.b
+}
+
+// Register adds the console's routes to mux: "/" redirects to "/ui/", the
+// pages and assets under /ui/, the API under /ui/api/.
+func (c *Console) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/", http.StatusFound)
+	})
+	mux.Handle("GET /ui/", secure(c.static))
+	mux.Handle("GET /ui/api/overview", c.api(c.overview))
+	mux.Handle("GET /ui/api/backlog", c.api(c.backlogView))
+	mux.Handle("GET /ui/api/task", c.api(c.task))
+	mux.Handle("GET /ui/api/failed", c.api(c.failed))
+	mux.Handle("POST /ui/api/task/cancel", c.api(c.action(c.cancel)))
+	mux.Handle("POST /ui/api/failed/replay", c.api(c.action(c.replay)))
+	mux.Handle("GET /ui/api/", c.api(func(*http.Request) (any, error) {
+		return nil, httpError{http.StatusNotFound, "no such API"}
+	}))
+}
+
+// Handler returns a handler with only the console's routes.
+func (c *Console) Handler() http.Handler {
+	mux := http.NewServeMux()
+	c.Register(mux)
+	return mux
+}
+
+// secure sets the headers every console response carries: no framing, no
+// sniffing, scripts and styles only from the console itself.
+func secure(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "no-referrer")
+		h.ServeHTTP(w, r)
+	})
+}

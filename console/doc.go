@@ -1,0 +1,43 @@
+// Package console is delayd's web console for operators: pages served from
+// assets embedded in the binary (no build step), backed by a small JSON API
+// under /ui/api/ on delayd's --http address.
+//
+// Pages (one HTML document, routed by the URL fragment):
+//   - overview (/ui/#/): accepted, delivered, failed and cancelled rates and
+//     totals, delivery lateness p50/p99, ingest lag and the status of every
+//     dependency, from delayd's own Prometheus registry; the pending backlog
+//     by due time as two charts, the next hour by minute and the next 30
+//     days by day, from the Redis index.
+//   - task (/ui/#/task?id=…&at=…): the task's payload row (topic, key,
+//     headers, payload, cancel marker) and whether it is still pending in
+//     the index; cancel.
+//   - failed (/ui/#/failed): the newest messages of delay-failed with the
+//     reason each carries (delay-error) and where it came from; replay of
+//     the selected ones to delay-input.
+//
+// # Read-only unless asked
+//
+// Without Config.Write every action answers 403 and the pages show no
+// buttons. With Write, Config.Token must be set (delayd reads it from
+// DELAYQ_CONSOLE_TOKEN) and every action must carry it as
+// "Authorization: Bearer <token>"; the pages ask for it and keep it in the
+// tab's sessionStorage. A bearer header, unlike a cookie, is never sent by
+// another site's form, so a write console cannot be driven cross-site.
+//
+// # Goroutines
+//
+// None of its own: every figure is computed in the request that asks for
+// it. Rates and lateness percentiles come from the difference between the
+// registry now and a sample kept from a request at least Config.Window
+// earlier (samples are kept for 2 × Window); the backlog is cached for
+// Config.BacklogTTL because Index.Backlog costs one ZCARD per segment and
+// shard; dependency probes are cached for Config.ProbeTTL and also exported
+// as delayq_dependency_up{dependency}.
+//
+// # Backends
+//
+// The console declares the calls it needs (Index, Store, Canceller,
+// FailedTopic, Probe) and delayd hands it the ones its roles use, attached
+// once they are ready (Attach); until then the API answers 503. Embedded
+// mode works the same, so `make run` shows the console.
+package console

@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/console"
+	"github.com/delayq/delayq/zset"
+)
+
+// newConsole builds the web console when cfg.Console is on (nil when off).
+// Its figures come from the daemon's registry, where it also exports
+// delayq_dependency_up.
+func (d *Daemon) newConsole() error {
+	if !d.cfg.Console {
+		return nil
+	}
+	c, err := console.New(console.Config{
+		Write: d.cfg.ConsoleWrite, Token: d.cfg.ConsoleToken,
+		Gatherer: d.reg, Registerer: d.reg, Logger: d.log,
+	})
+	if err != nil {
+		return err
+	}
+	d.console = c
+	return nil
+}
+
+// attachConsole hands the console the backends the roles use, once they
+// answered: until then its API says delayd is starting.
+func (d *Daemon) attachConsole(rdb redis.UniversalClient, ix *zset.Index, store Store, w *kafka.Writer) {
+	if d.console == nil {
+		return
+	}
+	storeName := "hbase"
+	if d.opts.Store != nil {
+		storeName = "payload store"
+	}
+	d.console.Attach(console.Backends{
+		Index: ix, Store: store, Canceller: console.NewCanceller(w),
+		Failed: console.NewFailedTopic(d.cfg.Brokers, w),
+		Probes: []console.Probe{
+			console.KafkaProbe(d.cfg.Brokers), console.RedisProbe(rdb), console.StoreProbe(storeName, store),
+		},
+	})
+}

@@ -1,0 +1,124 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/delayq/delayq/internal/metric"
+)
+
+// Dependencies delayd probes, the values of the dependency label of
+// delayq_dependency_up.
+const (
+	DepKafka = "kafka"
+	DepRedis = "redis"
+	DepHBase = "hbase"
+)
+
+// Probe timing: a dependency that does not answer within probeTimeout is
+// down; every probeEvery each is asked again.
+const (
+	probeEvery   = time.Second
+	probeTimeout = 2 * time.Second
+)
+
+// probe asks one dependency whether it answers, with a real call.
+type probe struct {
+	dep   string
+	check func(context.Context) error
+}
+
+// health probes the dependencies of the roles and keeps their state for
+// /readyz and delayq_dependency_up. Stages do not consult it: each stalls
+// and retries on its own (see internal/retry); health only makes an outage
+// visible.
+type health struct {
+	probes []probe
+	up     *prometheus.GaugeVec
+	log    *slog.Logger
+
+	mu   sync.Mutex
+	down map[string]error // dependency → last error, while down
+}
+
+func newHealth(probes []probe, log *slog.Logger, reg prometheus.Registerer) (*health, error) {
+	var errs []error
+	up := metric.Register(reg, &errs, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "delayq_dependency_up",
+		Help: "1 when the dependency answered delayd's last probe (a real call), 0 when it did not.",
+	}, []string{"dependency"}))
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("daemon: register health metrics: %w", err)
+	}
+	for _, p := range probes {
+		up.WithLabelValues(p.dep).Set(1)
+	}
+	return &health{probes: probes, up: up, log: log, down: map[string]error{}}, nil
+}
+
+// run probes every probeEvery until ctx ends. It logs one WARN line when a
+// dependency stops answering and one INFO line when it answers again.
+func (h *health) run(ctx context.Context) {
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for {
+		var wg sync.WaitGroup
+		for _, p := range h.probes {
+			wg.Go(func() {
+				pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+				defer cancel()
+				err := p.check(pctx)
+				if ctx.Err() == nil {
+					h.set(p.dep, err)
+				}
+			})
+		}
+		wg.Wait()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (h *health) set(dep string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, wasDown := h.down[dep]
+	switch {
+	case err != nil:
+		h.down[dep] = err
+		h.up.WithLabelValues(dep).Set(0)
+		if !wasDown {
+			h.log.Warn("dependency down", "dependency", dep, "err", err)
+		}
+	case wasDown:
+		delete(h.down, dep)
+		h.up.WithLabelValues(dep).Set(1)
+		h.log.Info("dependency up again", "dependency", dep)
+	}
+}
+
+// failing returns "dep: last error" for every dependency that is down, in
+// name order; nothing for a nil health (no backends connected yet).
+func (h *health) failing() []string {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for dep, err := range h.down {
+		out = append(out, dep+": "+err.Error())
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,271 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/deploy/stacktest"
+	"github.com/delayq/delayq/e2e/e2etest"
+	"github.com/delayq/delayq/internal/redisconn"
+)
+
+// The private stack's ports: none is the shared stack's or e2e/fault's.
+const (
+	kafkaPort      = 29092
+	controllerPort = 29093
+)
+
+// clusterPorts are the Redis Cluster masters' ports.
+var clusterPorts = []int{17101, 17102, 17103}
+
+var private struct {
+	once    sync.Once
+	err     error
+	root    string // the repository
+	started bool
+	watcher *exec.Cmd
+}
+
+func TestMain(m *testing.M) {
+	code := e2etest.Main(m)
+	if private.started {
+		if err := teardown(); err != nil {
+			fmt.Fprintln(os.Stderr, "cluster: removing the private stack:", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// stack returns the test's Env on the private Kafka and Redis Cluster and
+// the shared HBase, starting the private stack on first use. A stack that
+// does not start fails the test under CI=true and skips it otherwise.
+func stack(t *testing.T) *e2etest.Env {
+	t.Helper()
+	zk := stacktest.HBase(t)
+	startPrivate(t)
+	// No Redis in the Env: its cleanup would drop keys with a single-node
+	// client. The cluster goes with the private stack.
+	return e2etest.NewEnv(t, e2etest.Stack{Brokers: []string{addr(kafkaPort)}, ZK: zk}, "cl")
+}
+
+// startPrivate starts the private stack on first use.
+func startPrivate(t *testing.T) {
+	t.Helper()
+	private.once.Do(func() { private.err = startStack() })
+	if private.err != nil {
+		if stacktest.CI() {
+			t.Fatalf("private stack did not start (CI=true, integration tests never skip): %v", private.err)
+		}
+		t.Skipf("private stack did not start: %v", private.err)
+	}
+}
+
+// seeds is the --redis value of the cluster.
+func seeds() string {
+	var s []string
+	for _, p := range clusterPorts {
+		s = append(s, addr(p))
+	}
+	return strings.Join(s, ",")
+}
+
+// delaydFlags run delayd on the cluster with 12-partition topics.
+func delaydFlags() []string { return []string{"--redis", seeds(), "--partitions", "12"} }
+
+// clusterClient returns a client of the cluster, closed when the test ends.
+func clusterClient(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	rdb, err := redisconn.New(redisconn.Config{Addrs: redisconn.SplitAddrs(seeds())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+func startStack() error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	private.root = root
+	// Leftovers of a run that died before its teardown and its watcher.
+	if _, err := stackCmd("down", "--wipe"); err != nil {
+		return err
+	}
+	private.started = true
+	if err := watch(); err != nil {
+		return err
+	}
+	start := time.Now()
+	if _, err := stackCmd("start", "kafka"); err != nil {
+		return err
+	}
+	if _, err := stackCmd("start", "redis-cluster"); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "cluster: private Kafka and Redis Cluster up in %v (data in %s)\n",
+		time.Since(start).Round(time.Second), dataDir())
+	return nil
+}
+
+// watch starts a process, in a process group of its own, that removes the
+// private stack once this test binary is gone: a timeout panic or a kill
+// skips TestMain's teardown.
+func watch() error {
+	script := fmt.Sprintf(`while kill -0 %d 2>/dev/null; do sleep 2; done; exec %q down --wipe`,
+		os.Getpid(), filepath.Join(private.root, "deploy/local/stack"))
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = stackEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the stack watcher: %w", err)
+	}
+	private.watcher = cmd
+	return nil
+}
+
+// teardown kills the services (their data go anyway) and wipes the stack.
+func teardown() error {
+	if w := private.watcher; w != nil {
+		w.Process.Kill()
+		w.Wait()
+	}
+	var errs []error
+	for _, s := range []string{"redis-cluster", "kafka"} {
+		if _, err := stackCmd("stop", "--kill", s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := stackCmd("down", "--wipe"); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func dataDir() string { return filepath.Join(private.root, ".local", "e2e-cluster") }
+
+func stackEnv() []string {
+	var ports []string
+	for _, p := range clusterPorts {
+		ports = append(ports, strconv.Itoa(p))
+	}
+	return append(os.Environ(),
+		"KAFKA_PORT="+strconv.Itoa(kafkaPort),
+		"KAFKA_CONTROLLER_PORT="+strconv.Itoa(controllerPort),
+		"REDIS_CLUSTER=1",
+		"REDIS_CLUSTER_PORTS="+strings.Join(ports, " "),
+		"DELAYQ_LOCAL_DIR="+dataDir(),
+		"KAFKA_HEAP=384m",
+	)
+}
+
+// stackCmd runs deploy/local/stack with args on the private stack and
+// returns how long it took.
+func stackCmd(args ...string) (time.Duration, error) {
+	cmd := exec.Command(filepath.Join(private.root, "deploy/local/stack"), args...)
+	cmd.Env = stackEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		s := out.String()
+		if len(s) > 3000 {
+			s = "…" + s[len(s)-3000:]
+		}
+		return time.Since(start), fmt.Errorf("stack %s: %w\n%s", strings.Join(args, " "), err, s)
+	}
+	return time.Since(start), nil
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// masterOf returns the port of the master that serves key.
+func masterOf(t *testing.T, rdb redis.UniversalClient, key string) int {
+	t.Helper()
+	ctx := context.Background()
+	slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots, err := rdb.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slots {
+		if int64(s.Start) <= slot && slot <= int64(s.End) {
+			_, port, _ := strings.Cut(s.Nodes[0].Addr, ":")
+			p, err := strconv.Atoi(port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+	}
+	t.Fatalf("no master serves slot %d of %s", slot, key)
+	return 0
+}
+
+// commandStats returns, for each master port, the calls of every command
+// it has served since it started (INFO commandstats).
+func commandStats(t *testing.T, rdb redis.UniversalClient) map[int]map[string]int64 {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[int]map[string]int64{}
+	err := redisconn.ForEachMaster(context.Background(), rdb, func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		_, port, _ := strings.Cut(c.Options().Addr, ":")
+		p, _ := strconv.Atoi(port)
+		calls := map[string]int64{}
+		for line := range strings.SplitSeq(info, "\n") {
+			// cmdstat_zadd:calls=123,usec=...
+			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+			if !ok {
+				continue
+			}
+			n, _, _ := strings.Cut(rest, ",")
+			calls[strings.TrimPrefix(name, "cmdstat_")], _ = strconv.ParseInt(n, 10, 64)
+		}
+		mu.Lock()
+		out[p] = calls
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -1,0 +1,32 @@
+// Package e2etest is the harness of delayq's end-to-end tests (e2e and
+// e2e/fault): it builds the delayd binary, runs delayd processes against a
+// stack (the shared local stack or a private one), produces workloads to
+// delay-input with kafka-go as any user would, collects what reaches the
+// business topics and delay-failed, and judges it against a ledger of what
+// was accepted.
+//
+// # Isolation
+//
+// Every Env has its own run name, used as Redis prefix, HBase table and
+// topic suffix; sequence headers carry the run name too, so a test never
+// counts another run's messages, even on the shared delay-failed topic.
+// Collectors read each partition from where it ended when they started.
+//
+// # Logs
+//
+// Each delayd writes its output to a file of its own in the Env's log
+// folder: $DELAYQ_E2E_LOGS when set (kept), otherwise a temporary folder
+// that is removed when the test passed and kept, with the tails of the last
+// logs printed, when it failed.
+//
+// # Binary
+//
+// The tests build cmd/delayd from the working tree once per test binary;
+// $DELAYQ_E2E_DELAYD names a prebuilt delayd to run instead, for example
+// to take "before" figures of an older commit with today's tests.
+//
+// # Goroutines
+//
+// One per delayd (waiting for its exit) and one per collected partition;
+// all end in the test's cleanup.
+package e2etest
