@@ -4,7 +4,7 @@ GO    ?= go
 # Set by `make test` when it had to start the stack, so that it stops it again.
 STARTED := .local/.started-by-make
 
-.PHONY: up down status run test vet unit integration
+.PHONY: up down status run test vet unit integration tools
 
 up:
 	$(STACK) up
@@ -18,6 +18,11 @@ status:
 run:
 	$(GO) run ./cmd/delayd --embedded
 
+# The Debian packages tests drive besides the stack: chromium (the
+# console's browser test) and prometheus (promtool). `make test` runs it.
+tools:
+	deploy/local/tools
+
 vet:
 	$(GO) vet ./...
 
@@ -30,6 +35,7 @@ unit:
 # (integration tests included) with the race detector, and stops the stack
 # again when it started it, whatever the outcome.
 test:
+	@deploy/local/tools
 	@mkdir -p .local
 	@if $(STACK) status >/dev/null 2>&1; then \
 		echo "make test: using the running local stack"; \

@@ -54,37 +54,54 @@ func TestBrowser(t *testing.T) {
 	defer w.Close()
 	const business = "bt-orders"
 	var msgs []kafka.Message
+	pending := map[string]time.Time{} // what stays pending while the pages are checked
 	task := func(id string, at time.Time) kafka.Message {
 		return kafka.Message{Topic: topics.Input, Key: []byte(id), Value: []byte(`{"order":"` + id + `"}`), Headers: []kafka.Header{
 			{Key: payload.HeaderTopic, Value: []byte(business)}, {Key: payload.HeaderID, Value: []byte(id)},
 			{Key: payload.HeaderAt, Value: []byte(strconv.FormatInt(at.UnixMilli(), 10))}, {Key: "trace", Value: []byte("browser-test")},
 		}}
 	}
+	add := func(id string, at time.Time) {
+		msgs = append(msgs, task(id, at))
+		pending[id] = at
+	}
 	minute := now.Truncate(time.Minute)
-	hour := 0 // tasks due within the next hour, by minute: a ramp and a spike
-	for m := 3; m < 60; m++ {
+	for m := 3; m < 60; m++ { // the next hour by minute: a ramp and a spike
 		n := 1 + m/6
 		if m == 30 {
 			n = 40
 		}
 		for i := range n {
-			msgs = append(msgs, task(fmt.Sprintf("bt-m%02d-%02d", m, i), minute.Add(time.Duration(m)*time.Minute+time.Duration(i)*time.Second)))
-			hour++
+			add(fmt.Sprintf("bt-m%02d-%02d", m, i), minute.Add(time.Duration(m)*time.Minute+time.Duration(i)*time.Second))
 		}
 	}
-	day := time.Date(now.Year(), now.Month(), now.Day(), 12, 0, 0, 0, time.UTC)
-	days := map[int]int{1: 30, 2: 55, 5: 20, 12: 8, 29: 3} // day offset -> tasks
-	later := 0
-	for d, n := range days {
+	noon := time.Date(now.Year(), now.Month(), now.Day(), 12, 0, 0, 0, time.UTC)
+	for d, n := range map[int]int{1: 30, 2: 55, 5: 20, 12: 8, 29: 3} { // day offset -> tasks
 		for i := range n {
-			msgs = append(msgs, task(fmt.Sprintf("bt-d%02d-%03d", d, i), day.AddDate(0, 0, d).Add(time.Duration(i)*time.Minute)))
+			add(fmt.Sprintf("bt-d%02d-%03d", d, i), noon.AddDate(0, 0, d).Add(time.Duration(i)*time.Minute))
+		}
+	}
+	for i := range 2 { // at the end of --max-delay (720h): past the day chart
+		add(fmt.Sprintf("bt-max-%d", i), now.Add(720*time.Hour-time.Duration(i+1)*time.Minute))
+	}
+	cancelAt := now.Add(40 * time.Second).Truncate(time.Millisecond)
+	add("bt-cancel-me", cancelAt)
+	msgs = append(msgs, task("bt-deliver-me", now.Add(3*time.Second)))
+	accepted := len(msgs)
+	// The charts' figures, from the due times submitted.
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	byMinute, byDay, inHour, later := map[int64]int{}, map[int64]int{}, 0, 0
+	for _, at := range pending {
+		if at.Before(minute.Add(time.Hour)) {
+			byMinute[at.Truncate(time.Minute).UnixMilli()]++
+			inHour++
+		}
+		if d := int(at.Sub(today) / (24 * time.Hour)); d < 30 {
+			byDay[today.AddDate(0, 0, d).UnixMilli()]++
+		} else {
 			later++
 		}
 	}
-	cancelAt := now.Add(40 * time.Second).Truncate(time.Millisecond)
-	deliverAt := now.Add(3 * time.Second)
-	msgs = append(msgs, task("bt-cancel-me", cancelAt), task("bt-deliver-me", deliverAt))
-	accepted := len(msgs)
 	bad := []kafka.Message{
 		{Topic: topics.Input, Key: []byte("bad-1"), Value: []byte("no topic"), Headers: []kafka.Header{{Key: payload.HeaderAfter, Value: []byte("5s")}}},
 		{Topic: topics.Input, Key: []byte("bad-2"), Value: []byte("bad after"), Headers: []kafka.Header{{Key: payload.HeaderTopic, Value: []byte(business)}, {Key: payload.HeaderAfter, Value: []byte("soon")}}},
@@ -127,15 +144,14 @@ func TestBrowser(t *testing.T) {
 	b.waitText("#total-failed", fmt.Sprint(len(bad)))
 	b.waitText("#total-delivered", "1") // bt-deliver-me, due in 3 s
 	b.waitEval(`document.querySelectorAll('#deps li[data-up="true"]').length`, "3")
-	pending := hour + later + 1 // + bt-cancel-me
-	b.waitText("#backlog-total", fmt.Sprint(pending))
-	b.waitEval(`[...document.querySelectorAll('#chart-minutes rect')].reduce((a, r) => a + Number(r.dataset.pending), 0)`, fmt.Sprint(hour+1))
-	b.waitEval(`document.querySelector('#chart-minutes rect[data-start="`+fmt.Sprint(minute.Add(30*time.Minute).UnixMilli())+`"]').dataset.pending`, "40")
-	for d, n := range days {
-		if d < 30 {
-			start := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, d).UnixMilli()
-			b.waitEval(`document.querySelector('#chart-days rect[data-start="`+fmt.Sprint(start)+`"]').dataset.pending`, fmt.Sprint(n))
-		}
+	b.waitText("#backlog-total", fmt.Sprint(len(pending)))
+	b.waitText("#backlog-later", fmt.Sprint(later))
+	b.waitEval(`[...document.querySelectorAll('#chart-minutes rect')].reduce((a, r) => a + Number(r.dataset.pending), 0)`, fmt.Sprint(inHour))
+	for start, n := range byMinute {
+		b.waitEval(`document.querySelector('#chart-minutes rect[data-start="`+fmt.Sprint(start)+`"]').dataset.pending`, fmt.Sprint(n))
+	}
+	for start, n := range byDay {
+		b.waitEval(`document.querySelector('#chart-days rect[data-start="`+fmt.Sprint(start)+`"]').dataset.pending`, fmt.Sprint(n))
 	}
 	b.waitEval(`document.getElementById('lateness-p99').textContent !== '–'`, "true")
 	b.screenshot(filepath.Join(shots, "console-overview.png"))
@@ -215,8 +231,9 @@ func startDelayd(t *testing.T) delayd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	done := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
@@ -238,8 +255,8 @@ func startDelayd(t *testing.T) delayd {
 			}
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("delayd exited: %v\n%s", err, logs.String())
+		case <-done:
+			t.Fatalf("delayd exited: %v\n%s", waitErr, logs.String())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -238,6 +238,7 @@ async function loadFailed(reason) {
   for (const m of msgs) {
     const box = el("input", { type: "checkbox", "data-partition": m.partition, "data-offset": m.offset });
     box.addEventListener("change", updateReplay);
+    if (m.dropped) { box.disabled = true; box.title = "its contents were dropped to fit delay-failed: not replayable"; }
     const val = m.value.base64 ? "base64 " + m.value.base64 : m.value.text;
     body.append(el("tr", { "data-offset": m.partition + "@" + m.offset },
       el("td", {}, box),
@@ -321,7 +322,7 @@ document.addEventListener("DOMContentLoaded", () => {
     location.hash = "#/failed?" + new URLSearchParams({ reason: $("failed-reason").value });
   });
   $("failed-all").addEventListener("change", () => {
-    for (const b of document.querySelectorAll("#failed-table tbody input")) b.checked = $("failed-all").checked;
+    for (const b of document.querySelectorAll("#failed-table tbody input:not(:disabled)")) b.checked = $("failed-all").checked;
     updateReplay();
   });
   $("failed-replay").addEventListener("click", replay);
