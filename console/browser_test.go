@@ -224,7 +224,7 @@ func startDelayd(t *testing.T) delayd {
 	}
 	d := delayd{kafka: freePort(t), http: freePort(t)}
 	cmd := exec.Command(bin, "--embedded", "--brokers", d.kafka, "--redis", freePort(t), "--http", d.http,
-		"--partitions", "2", "--console-write")
+		"--partitions", "2", "--console-write", "--log-format", "json")
 	cmd.Env = append(os.Environ(), "DELAYQ_CONSOLE_TOKEN="+browserToken)
 	logs := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs

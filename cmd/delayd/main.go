@@ -8,14 +8,16 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/delayq/delayq/cmd/internal/envflag"
+	"github.com/delayq/delayq/cmd/internal/logging"
 	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/ingest"
 	"github.com/delayq/delayq/kafka/topics"
@@ -68,17 +70,17 @@ func run(args []string) error {
 	fs.BoolVar(&cfg.ConsoleWrite, "console-write", false, "enable the console's actions (cancel, replay); they need the token in DELAYQ_CONSOLE_TOKEN")
 	cfg.ConsoleToken = os.Getenv("DELAYQ_CONSOLE_TOKEN") // never a flag: a token on the command line shows in ps
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "", "text or json (default: text when stderr is a terminal, else json)")
 	if err := envflag.Parse(fs, args, os.Getenv); err != nil {
 		if err == flag.ErrHelp {
 			return nil
 		}
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	logger, err := logging.New(os.Stderr, *logFormat, *logLevel, term.IsTerminal(int(os.Stderr.Fd())))
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
