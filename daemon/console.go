@@ -9,15 +9,15 @@ import (
 )
 
 // newConsole builds the web console when cfg.Console is on (nil when off).
-// Its figures come from the daemon's registry, where it also exports
-// delayq_dependency_up.
+// Its figures come from the daemon's registry; delayq_dependency_up is the
+// daemon's own (health.go), so the console registers nothing.
 func (d *Daemon) newConsole() error {
 	if !d.cfg.Console {
 		return nil
 	}
 	c, err := console.New(console.Config{
 		Write: d.cfg.ConsoleWrite, Token: d.cfg.ConsoleToken,
-		Gatherer: d.reg, Registerer: d.reg, Logger: d.log,
+		Gatherer: d.reg, Logger: d.log,
 	})
 	if err != nil {
 		return err

@@ -441,7 +441,7 @@ func produce(tb testing.TB, ctx context.Context, w *kafka.Writer, msgs []kafka.M
 		if err == nil {
 			return
 		}
-		if attempt == 20 {
+		if attempt == 60 {
 			tb.Fatalf("produce %d messages: %v", len(msgs), err)
 		}
 		var werrs kafka.WriteErrors
