@@ -141,7 +141,9 @@ func (c *Console) overview(r *http.Request) (any, error) {
 	o.LatenessP50, o.LatenessP99, o.LatenessSince = finite(lat.quantile(0.5)), finite(lat.quantile(0.99)), since
 	if b := c.backends(); b != nil {
 		o.Ready = true
-		o.Dependencies = c.prober.status(r.Context())
+		if b.Health != nil {
+			o.Dependencies = b.Health.Dependencies()
+		}
 	}
 	return o, nil
 }

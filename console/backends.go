@@ -77,12 +77,6 @@ type Header struct {
 	Value string `json:"value"`
 }
 
-// Probe checks one dependency (Kafka, Redis, the payload store).
-type Probe struct {
-	Name  string
-	Check func(ctx context.Context) error
-}
-
 // Backends are what the API reads and acts on. A nil field turns off what
 // needs it: the page says so instead of failing.
 type Backends struct {
@@ -90,5 +84,5 @@ type Backends struct {
 	Store     Store
 	Canceller Canceller
 	Failed    FailedTopic
-	Probes    []Probe
+	Health    Health
 }

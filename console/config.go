@@ -25,8 +25,6 @@ type Config struct {
 	// Gatherer is the registry the overview reads its figures from
 	// (delayd's own). Required.
 	Gatherer prometheus.Gatherer
-	// Registerer receives delayq_dependency_up; nil: not registered.
-	Registerer prometheus.Registerer
 	// Window is the span rates and lateness percentiles are computed over.
 	// Default 1m: long enough to smooth batches, short enough to show an
 	// incident while it happens.
@@ -35,12 +33,6 @@ type Config struct {
 	// dispatcher itself reads it once a minute, and one read costs a ZCARD
 	// per segment and shard.
 	BacklogTTL time.Duration
-	// ProbeTTL is how long a dependency probe result is reused, by the
-	// pages and by /metrics. Default 5s.
-	ProbeTTL time.Duration
-	// ProbeTimeout bounds one probe. Default 2s: a dependency that takes
-	// longer to answer a ping is shown as down.
-	ProbeTimeout time.Duration
 	// FailedLimit caps the messages one failed-topic page reads. Default 200.
 	FailedLimit int
 	// PreviewBytes caps the payload bytes a page shows. Default 4096.
@@ -57,12 +49,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.BacklogTTL == 0 {
 		c.BacklogTTL = 15 * time.Second
-	}
-	if c.ProbeTTL == 0 {
-		c.ProbeTTL = 5 * time.Second
-	}
-	if c.ProbeTimeout == 0 {
-		c.ProbeTimeout = 2 * time.Second
 	}
 	if c.FailedLimit == 0 {
 		c.FailedLimit = 200
@@ -96,7 +82,7 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"window", c.Window}, {"backlog ttl", c.BacklogTTL}, {"probe ttl", c.ProbeTTL}, {"probe timeout", c.ProbeTimeout}} {
+	}{{"window", c.Window}, {"backlog ttl", c.BacklogTTL}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%w: %s %v is negative", ErrConfig, d.name, d.v))
 		}

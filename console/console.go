@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"net/http"
 	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 //go:embed assets
@@ -22,7 +20,6 @@ type Console struct {
 	cfg     Config
 	static  http.Handler
 	sampler sampler
-	prober  prober
 	backlog backlogCache
 
 	mu sync.RWMutex
@@ -44,16 +41,7 @@ func New(cfg Config) (*Console, error) {
 		cfg:     cfg,
 		static:  http.StripPrefix("/ui/", http.FileServerFS(sub)),
 		sampler: sampler{window: cfg.Window},
-		prober:  prober{ttl: cfg.ProbeTTL, timeout: cfg.ProbeTimeout, now: cfg.Now},
 		backlog: backlogCache{ttl: cfg.BacklogTTL},
-	}
-	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(upCollector{&c.prober}); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, fmt.Errorf("console: register metrics: %w", err)
-			}
-		}
 	}
 	return c, nil
 }
@@ -61,7 +49,6 @@ func New(cfg Config) (*Console, error) {
 // Attach hands the console the backends delayd's roles use. It may be
 // called again (a restart of the roles) and replaces them.
 func (c *Console) Attach(b Backends) {
-	c.prober.set(b.Probes)
 	c.backlog.set(b.Index)
 	c.mu.Lock()
 	c.b = &b

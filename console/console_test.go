@@ -81,15 +81,14 @@ func newFixture(t *testing.T, cfg Config, attach bool) *fixture {
 		ix: &fakeIndex{pending: map[zset.Entry]bool{}}, store: payload.NewMemory(),
 		cancel: &fakeCanceller{}, failed: &fakeFailed{}, reg: prometheus.NewRegistry(),
 	}
-	cfg.Gatherer, cfg.Registerer = f.reg, f.reg
+	cfg.Gatherer = f.reg
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if attach {
 		c.Attach(Backends{Index: f.ix, Store: f.store, Canceller: f.cancel, Failed: f.failed,
-			Probes: []Probe{{Name: "redis", Check: func(context.Context) error { return nil }},
-				{Name: "hbase", Check: func(context.Context) error { return errors.New("connection refused") }}}})
+			Health: fakeHealth{{Name: "redis", Up: true}, {Name: "hbase", Error: "connection refused"}}})
 	}
 	f.srv = httptest.NewServer(c.Handler())
 	t.Cleanup(f.srv.Close)
@@ -366,22 +365,6 @@ func TestOverviewRatesAndProbes(t *testing.T) {
 			t.Errorf("overview lacks %s: %d %s", want, status, out)
 		}
 	}
-	// The probes are exported for Prometheus too.
-	mfs, err := f.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	up := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() == "delayq_dependency_up" {
-			for _, m := range mf.GetMetric() {
-				up[label(m, "dependency")] = m.GetGauge().GetValue()
-			}
-		}
-	}
-	if up["redis"] != 1 || up["hbase"] != 0 || len(up) != 2 {
-		t.Errorf("delayq_dependency_up = %v", up)
-	}
 }
 
 func TestSamplerBounded(t *testing.T) {
@@ -405,3 +388,8 @@ func TestPreviewCutsWholeRunes(t *testing.T) {
 		t.Errorf("nil = %+v", p)
 	}
 }
+
+// fakeHealth is delayd's probe state as the console reads it.
+type fakeHealth []Status
+
+func (h fakeHealth) Dependencies() []Status { return h }

@@ -31,13 +31,13 @@
 // registry now and a sample kept from a request at least Config.Window
 // earlier (samples are kept for 2 × Window); the backlog is cached for
 // Config.BacklogTTL because Index.Backlog costs one ZCARD per segment and
-// shard; dependency probes are cached for Config.ProbeTTL and also exported
-// as delayq_dependency_up{dependency}.
+// shard. Dependency status is delayd's own probe state (Health), the same
+// that /readyz and delayq_dependency_up report.
 //
 // # Backends
 //
 // The console declares the calls it needs (Index, Store, Canceller,
-// FailedTopic, Probe) and delayd hands it the ones its roles use, attached
+// FailedTopic, Health) and delayd hands it the ones its roles use, attached
 // once they are ready (Attach); until then the API answers 503. Embedded
 // mode works the same, so `make run` shows the console.
 package console

@@ -215,21 +215,3 @@ func readAll(b kafka.Bytes) ([]byte, error) {
 	defer b.Close()
 	return io.ReadAll(b)
 }
-
-// KafkaProbe checks that the brokers answer a metadata request for
-// delay-input.
-func KafkaProbe(brokers []string) Probe {
-	c := &kafka.Client{Addr: kafka.TCP(brokers...)}
-	return Probe{Name: "kafka", Check: func(ctx context.Context) error {
-		md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topics.Input}})
-		if err != nil {
-			return err
-		}
-		for _, t := range md.Topics {
-			if t.Error != nil {
-				return fmt.Errorf("%s: %w", t.Name, t.Error)
-			}
-		}
-		return nil
-	}}
-}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/console"
@@ -26,21 +25,16 @@ func (d *Daemon) newConsole() error {
 	return nil
 }
 
-// attachConsole hands the console the backends the roles use, once they
-// answered: until then its API says delayd is starting.
-func (d *Daemon) attachConsole(rdb redis.UniversalClient, ix *zset.Index, store Store, w *kafka.Writer) {
+// attachConsole hands the console the backends the roles use and the
+// dependency probes, once they answered: until then its API says delayd is
+// starting.
+func (d *Daemon) attachConsole(ix *zset.Index, store Store, w *kafka.Writer, h *health) {
 	if d.console == nil {
 		return
-	}
-	storeName := "hbase"
-	if d.opts.Store != nil {
-		storeName = "payload store"
 	}
 	d.console.Attach(console.Backends{
 		Index: ix, Store: store, Canceller: console.NewCanceller(w),
 		Failed: console.NewFailedTopic(d.cfg.Brokers, w),
-		Probes: []console.Probe{
-			console.KafkaProbe(d.cfg.Brokers), console.RedisProbe(rdb), console.StoreProbe(storeName, store),
-		},
+		Health: h,
 	})
 }

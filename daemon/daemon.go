@@ -176,7 +176,6 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	// goes out as several batches per partition.
 	w := producer.New(producer.Config{Brokers: cfg.Brokers, BatchSize: writerBatch})
 	defer w.Close()
-	d.attachConsole(rdb, ix, store, w)
 
 	var roles []func(context.Context) error
 	if cfg.has(RoleIngest) {
@@ -215,6 +214,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		return err
 	}
 	d.health.Store(h)
+	d.attachConsole(ix, store, w, h)
 
 	g, gctx := errgroup.WithContext(ctx)
 	for _, run := range roles {

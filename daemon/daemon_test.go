@@ -145,6 +145,9 @@ func TestReadyzNamesTheDependencyDown(t *testing.T) {
 		if got := testutil.ToFloat64(h.up.WithLabelValues(DepRedis)); got != 0 {
 			t.Fatalf("delayq_dependency_up{redis} = %v while down", got)
 		}
+		if deps := h.Dependencies(); len(deps) != 2 || !deps[0].Up || deps[1].Up || deps[1].Name != DepRedis || deps[1].Error == "" {
+			t.Fatalf("Dependencies() = %+v, want kafka up and redis down with its error (what the console shows)", deps)
+		}
 		redisDown.Store(false)
 		time.Sleep(2 * time.Second)
 		if code, _ := readyz(); code != http.StatusOK {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/delayq/delayq/console"
 	"github.com/delayq/delayq/internal/metric"
 )
 
@@ -45,7 +46,8 @@ type health struct {
 	log    *slog.Logger
 
 	mu   sync.Mutex
-	down map[string]error // dependency → last error, while down
+	down map[string]error          // dependency → last error, while down
+	last map[string]console.Status // dependency → last probe result
 }
 
 func newHealth(probes []probe, log *slog.Logger, reg prometheus.Registerer) (*health, error) {
@@ -60,7 +62,7 @@ func newHealth(probes []probe, log *slog.Logger, reg prometheus.Registerer) (*he
 	for _, p := range probes {
 		up.WithLabelValues(p.dep).Set(1)
 	}
-	return &health{probes: probes, up: up, log: log, down: map[string]error{}}, nil
+	return &health{probes: probes, up: up, log: log, down: map[string]error{}, last: map[string]console.Status{}}, nil
 }
 
 // run probes every probeEvery until ctx ends. It logs one WARN line when a
@@ -74,9 +76,10 @@ func (h *health) run(ctx context.Context) {
 			wg.Go(func() {
 				pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 				defer cancel()
+				start := time.Now()
 				err := p.check(pctx)
 				if ctx.Err() == nil {
-					h.set(p.dep, err)
+					h.set(p.dep, err, start)
 				}
 			})
 		}
@@ -89,9 +92,15 @@ func (h *health) run(ctx context.Context) {
 	}
 }
 
-func (h *health) set(dep string, err error) {
+func (h *health) set(dep string, err error, start time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	st := console.Status{Name: dep, Up: err == nil, CheckedAt: start.UnixMilli(),
+		LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
+	if err != nil {
+		st.Error = err.Error()
+	}
+	h.last[dep] = st
 	_, wasDown := h.down[dep]
 	switch {
 	case err != nil:
@@ -120,5 +129,19 @@ func (h *health) failing() []string {
 		out = append(out, dep+": "+err.Error())
 	}
 	slices.Sort(out)
+	return out
+}
+
+// Dependencies returns the last probe result of every dependency, in probe
+// order (what the console shows).
+func (h *health) Dependencies() []console.Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]console.Status, 0, len(h.probes))
+	for _, p := range h.probes {
+		if st, ok := h.last[p.dep]; ok {
+			out = append(out, st)
+		}
+	}
 	return out
 }
