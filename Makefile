@@ -33,7 +33,10 @@ unit:
 
 # The full suite: brings the stack up when it is not, runs vet and every test
 # (integration tests included) with the race detector, and stops the stack
-# again when it started it, whatever the outcome.
+# again when it started it, whatever the outcome. e2e/fault, the longest
+# package (~11 min, within the 30 min timeout), starts and removes a second,
+# private stack of its own on other ports (heaps 384m + 768m) and takes its
+# services away; the shared stack is never touched.
 test:
 	@deploy/local/tools
 	@mkdir -p .local

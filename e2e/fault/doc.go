@@ -17,7 +17,8 @@
 // Each test runs one or two delayd (1 s tick, own prefix, table and HTTP
 // port, logs in files) and an outside kafka-go producer at 400 tasks/s,
 // delays 0–30 s, about 3 % cancelled (half of the cancels before their
-// task), a dozen malformed messages spread over the run. The producer
+// task), 13 malformed messages (one every 3 s, the rest with the last
+// batch). The producer
 // retries a batch Kafka did not take until it is written (a task counts as
 // accepted from then on) and pauses meanwhile. After the input stops, a test
 // waits for the last due time plus a margin, judges, and writes one summary
