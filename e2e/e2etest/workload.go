@@ -163,6 +163,9 @@ type Report struct {
 	// − the time Kafka accepted the task when that was later.
 	Lateness   []time.Duration
 	Deliveries []Delivery // first deliveries in the order read
+	// Up to five seqs each of lost tasks, duplicated tasks and cancelled
+	// tasks delivered, to look up in the logs.
+	LostSeqs, DuplicateSeqs, CancelledSeqs []string
 }
 
 // Delivery is one first delivery.
@@ -183,6 +186,7 @@ func (l Ledger) Judge(got []Received) Report {
 		}
 		if l.Cancelled[seq] {
 			r.CancelledDelivered++
+			r.CancelledSeqs = sample(r.CancelledSeqs, seq)
 			continue
 		}
 		due, ok := l.Due[seq]
@@ -192,6 +196,7 @@ func (l Ledger) Judge(got []Received) Report {
 		}
 		if seen[seq] > 1 {
 			r.Duplicates++
+			r.DuplicateSeqs = sample(r.DuplicateSeqs, seq)
 			continue
 		}
 		r.Delivered++
@@ -208,10 +213,19 @@ func (l Ledger) Judge(got []Received) Report {
 	for seq := range l.Due {
 		if seen[seq] == 0 {
 			r.Lost++
+			r.LostSeqs = sample(r.LostSeqs, seq)
 		}
 	}
 	slices.Sort(r.Lateness)
+	slices.Sort(r.LostSeqs)
 	return r
+}
+
+func sample(seqs []string, seq string) []string {
+	if len(seqs) < 5 {
+		seqs = append(seqs, seq)
+	}
+	return seqs
 }
 
 // Recovery returns how long after since the last delivery at least limit

@@ -137,23 +137,25 @@ func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 func (r *run) check(o outcome, dupsAllowed, cancelRace bool) {
 	rep := o.report
 	if rep.Lost != 0 {
-		r.t.Errorf("%d of %d accepted tasks lost", rep.Lost, rep.Accepted)
+		r.t.Errorf("%d of %d accepted tasks lost (seq %v)", rep.Lost, rep.Accepted, rep.LostSeqs)
 	}
 	if rep.Early != 0 {
 		r.t.Errorf("%d tasks delivered before their due time", rep.Early)
 	}
 	if rep.CancelledDelivered != 0 {
+		// Even task numbers had their cancel produced just before them,
+		// odd ones 1–2 s after.
 		if cancelRace {
-			r.t.Logf("known gap: %d cancelled tasks delivered (their cancel was queued behind a stalled batch)", rep.CancelledDelivered)
+			r.t.Logf("known gap: %d cancelled tasks delivered (their cancel was queued behind a stalled batch; seq %v)", rep.CancelledDelivered, rep.CancelledSeqs)
 		} else {
-			r.t.Errorf("%d cancelled tasks delivered", rep.CancelledDelivered)
+			r.t.Errorf("%d cancelled tasks delivered (seq %v)", rep.CancelledDelivered, rep.CancelledSeqs)
 		}
 	}
 	if rep.Unknown != 0 {
 		r.t.Errorf("%d deliveries of tasks never accepted", rep.Unknown)
 	}
 	if !dupsAllowed && rep.Duplicates != 0 {
-		r.t.Errorf("%d duplicate deliveries", rep.Duplicates)
+		r.t.Errorf("%d duplicate deliveries (seq %v)", rep.Duplicates, rep.DuplicateSeqs)
 	}
 	for _, p := range o.failed.Problems(o.ledger) {
 		r.t.Error(p)
