@@ -294,11 +294,12 @@ func (d *Daemon) probes(rdb redis.UniversalClient, store Store) []probe {
 		}},
 		{DepRedis, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 	}
-	if d.opts.Store == nil {
-		ps = append(ps, probe{DepHBase, func(ctx context.Context) error {
-			_, err := store.Get(ctx, []payload.Ref{{ID: 0, ExecAt: 0}})
-			return err
-		}})
+	dep := DepHBase
+	if d.opts.Store != nil {
+		dep = DepMemory
 	}
-	return ps
+	return append(ps, probe{dep, func(ctx context.Context) error {
+		_, err := store.Get(ctx, []payload.Ref{{ID: 0, ExecAt: 0}})
+		return err
+	}})
 }

@@ -21,6 +21,8 @@ const (
 	DepKafka = "kafka"
 	DepRedis = "redis"
 	DepHBase = "hbase"
+	// DepMemory is the in-memory payload store of the embedded mode.
+	DepMemory = "memory"
 )
 
 // Probe timing: a dependency that does not answer within probeTimeout is
