@@ -25,6 +25,7 @@ import (
 	"github.com/delayq/delayq/ingest"
 	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/internal/retry"
+	"github.com/delayq/delayq/internal/watermark"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
@@ -182,7 +183,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		in, err := ingest.New(ingest.Config{
 			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate,
 			Decode: payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: allowList(cfg.AllowTopics)},
-			Logger: d.opts.Logger, Registerer: d.reg,
+			Marks: ix, Logger: d.opts.Logger, Registerer: d.reg,
 		}, store, ix, w)
 		if err != nil {
 			return err
@@ -199,14 +200,18 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		roles = append(roles, dp.Run)
 	}
 	if cfg.has(RoleScanner) {
+		hold, err := watermark.NewFollower(watermark.Config{Topic: topics.Input}, ix, d.opts.Logger, d.reg)
+		if err != nil {
+			return err
+		}
 		sc, err := scanner.New(scanner.Config{
 			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
-			Logger: d.opts.Logger, Registerer: d.reg,
+			Hold: hold, Logger: d.opts.Logger, Registerer: d.reg,
 		}, ix, store, w)
 		if err != nil {
 			return err
 		}
-		roles = append(roles, sc.Run)
+		roles = append(roles, sc.Run, func(ctx context.Context) error { hold.Run(ctx); return nil })
 	}
 
 	h, err := newHealth(d.probes(rdb, store), d.log, d.reg)

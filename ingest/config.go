@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/delayq/delayq/internal/watermark"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
@@ -83,6 +84,14 @@ type Config struct {
 	// uncommitted and is read again. Default consumer.SessionTimeout / 2.
 	DrainTimeout time.Duration
 
+	// Marks receives, every MarkEvery, the watermark of each partition of
+	// Input this member owns (package internal/watermark): the scanner
+	// holds deliveries back while a partition, and the cancels queued in
+	// it, trails. Nil publishes none.
+	Marks Marks
+	// MarkEvery is the period of the watermarks. Default 200ms.
+	MarkEvery time.Duration
+
 	// Logger receives the ingester's logs; nil discards them.
 	Logger *slog.Logger
 	// Registerer gets the ingester's metrics; nil registers nothing.
@@ -116,6 +125,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.MarkEvery == 0 {
+		c.MarkEvery = watermark.DefaultPoll
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -165,6 +177,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DrainTimeout < 0 || c.DrainTimeout > MaxDrainTimeout {
 		bad("drain timeout: %v not in [0, %v]", c.DrainTimeout, MaxDrainTimeout)
+	}
+	if c.MarkEvery < 0 {
+		bad("mark every: %v < 0", c.MarkEvery)
 	}
 	return errors.Join(errs...)
 }

@@ -53,6 +53,7 @@ type Ingester struct {
 	m       *metrics
 	stage   *retry.Stage
 	backoff retry.Backoff // of every retried call; zero: retry's defaults
+	offsets endOffsets    // log end offsets, for the watermarks
 	running atomic.Bool
 }
 
@@ -93,6 +94,7 @@ func New(cfg Config, store Store, ix Index, w Writer) (*Ingester, error) {
 		log:   log,
 		m:     m,
 		stage: stage,
+		offsets: kafkaOffsets(cfg.Brokers, cfg.CallTimeout),
 	}, nil
 }
 
@@ -168,7 +170,9 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 	assigned := map[string][]int{}
 	for _, topic := range []string{in.cfg.Input, in.cfg.Slow} {
 		for _, a := range gen.Assignments[topic] {
-			r, err := in.newReader(topic, a.ID, a.Offset)
+			prog := &progress{}
+			prog.next.Store(a.Offset)
+			r, err := in.newReader(topic, a.ID, a.Offset, prog)
 			if err != nil {
 				// Unreachable for a fresh reader without a group; without a
 				// position nothing can be read, so sit the generation out.
@@ -182,7 +186,7 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 				}
 				return nil
 			}
-			l := lane{topic: topic, partition: a.ID, r: r}
+			l := lane{topic: topic, partition: a.ID, r: r, prog: prog}
 			if topic == in.cfg.Slow {
 				l.lim = lim
 			}
@@ -200,7 +204,7 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 
 // newReader returns a reader of one partition positioned at offset (a
 // committed offset, or kafka.FirstOffset), its queue as deep as a batch.
-func (in *Ingester) newReader(topic string, partition int, offset int64) (*kafka.Reader, error) {
+func (in *Ingester) newReader(topic string, partition int, offset int64, prog *progress) (*kafka.Reader, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:       in.cfg.Brokers,
 		Topic:         topic,
@@ -209,6 +213,7 @@ func (in *Ingester) newReader(topic string, partition int, offset int64) (*kafka
 		MaxBytes:      16 << 20, // room for input of payload's MaxPayload and more
 		MaxWait:       fetchMaxWait,
 		QueueCapacity: in.cfg.BatchSize,
+		ErrorLogger:   kafka.LoggerFunc(func(string, ...any) { prog.readerError() }),
 	})
 	if err := r.SetOffset(offset); err != nil {
 		_ = r.Close()

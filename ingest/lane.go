@@ -43,6 +43,7 @@ type lane struct {
 	partition int
 	r         fetcher
 	lim       *limiter // shared by the slow topic's lanes; nil: no limit
+	prog      *progress
 }
 
 // generation runs one consume loop per lane until ctx (stop) or gctx (the
@@ -61,6 +62,12 @@ func (in *Ingester) generation(ctx, gctx context.Context, c committer, lanes []l
 	}
 	errs := make([]error, len(lanes))
 	var wg sync.WaitGroup
+	// The watermarks go on while the lanes run, and end with them.
+	mctx, stopMarks := context.WithCancel(ctx)
+	var marks sync.WaitGroup
+	marks.Go(func() { in.publishMarks(mctx, lanes) })
+	defer marks.Wait()
+	defer stopMarks()
 	for i, l := range lanes {
 		wg.Go(func() {
 			errs[i] = in.consume(ctx, gctx, c, l)
@@ -129,7 +136,11 @@ func (in *Ingester) fetch(ctx context.Context, l lane, batch []kafka.Message) ([
 				break
 			}
 		}
+		if len(batch) == 0 {
+			l.prog.idle()
+		}
 		m, err := l.r.FetchMessage(fctx)
+		l.prog.busy()
 		if err != nil {
 			if l.lim != nil {
 				l.lim.refund() // no message came for that token
@@ -169,6 +180,7 @@ func (in *Ingester) process(ctx context.Context, c committer, l lane, batch []ka
 		return fmt.Errorf("ingest: %s/%d: offsets %d..%d stored, not committed: %w",
 			l.topic, l.partition, first.Offset, last.Offset, err)
 	}
+	l.prog.next.Store(next)
 	in.m.lag.set(l.topic, l.partition, max(last.HighWaterMark-next, 0))
 	in.m.batch.Observe(time.Since(start).Seconds())
 	return nil

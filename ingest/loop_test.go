@@ -40,7 +40,7 @@ func runLane(t *testing.T, f *fixture, edit func(*lane)) *laneRun {
 	gctx, end := context.WithCancel(t.Context())
 	r := newFakeReader(f.ev)
 	lr := &laneRun{stop: stop, end: end, done: make(chan error, 1), gen: &fakeGen{ev: f.ev}, r: r, t: t}
-	l := lane{topic: "delay-input", partition: 0, r: r}
+	l := lane{topic: "delay-input", partition: 0, r: r, prog: &progress{}}
 	if edit != nil {
 		edit(&l)
 	}
@@ -324,8 +324,8 @@ func TestGenerationWaitsForEveryLane(t *testing.T) {
 		slow.in <- s
 		gen := &fakeGen{ev: f.ev}
 		lanes := []lane{
-			{topic: "delay-input", partition: 0, r: input},
-			{topic: "delay-input-slow", partition: 1, r: slow, lim: newLimiter(10, 10)},
+			{topic: "delay-input", partition: 0, r: input, prog: &progress{}},
+			{topic: "delay-input-slow", partition: 1, r: slow, lim: newLimiter(10, 10), prog: &progress{}},
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
@@ -384,7 +384,7 @@ func TestSlowLanesShareTheRate(t *testing.T) {
 				r.in <- after("delay-input-slow", p, i)
 			}
 			readers = append(readers, r)
-			lanes = append(lanes, lane{topic: "delay-input-slow", partition: p, r: r, lim: lim})
+			lanes = append(lanes, lane{topic: "delay-input-slow", partition: p, r: r, lim: lim, prog: &progress{}})
 		}
 		gen := &fakeGen{ev: f.ev}
 		ctx, cancel := context.WithCancel(t.Context())

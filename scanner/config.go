@@ -73,6 +73,11 @@ type Config struct {
 	// writes for up to Coalesce more lateness. Default 50ms; negative: at
 	// the exec_at.
 	Coalesce time.Duration
+	// Hold holds deliveries back while ingest trails (a cancel may be
+	// queued behind a stalled input partition): an entry is delivered only
+	// when its exec_at <= Hold.Cutoff(now). Nil: every entry at its
+	// exec_at. delayd passes a watermark.Follower.
+	Hold Hold
 	// CommitInterval is how often the low-water mark of finished scan tasks is
 	// committed when it advanced. Default 100ms.
 	CommitInterval time.Duration

@@ -41,6 +41,14 @@ type Writer interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
 }
 
+// Hold tells how far deliveries may go (watermark.Follower).
+type Hold interface {
+	// Cutoff is the latest exec_at (unix ms) deliverable at now (unix ms).
+	Cutoff(now int64) int64
+	// Poll is how soon a held entry is looked at again.
+	Poll() time.Duration
+}
+
 // Scanner consumes scan tasks and delivers due tasks. Build it with New.
 type Scanner struct {
 	cfg    Config

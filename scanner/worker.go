@@ -246,7 +246,7 @@ func (w *worker) step(ctx context.Context, group []*zsetScan) error {
 			z.wake = time.Now() // again at once: more may be due, or a read needed
 			stepped = append(stepped, z)
 		case len(z.cur.upcoming) > 0:
-			z.wake = w.s.wakeAt(z.cur.upcoming[0].ExecAt)
+			z.wake = w.s.wakeFor(z.cur.upcoming[0].ExecAt)
 			stepped = append(stepped, z)
 		default:
 			// A full read of parked entries: wait until some settle.
@@ -309,7 +309,7 @@ func (w *worker) next(ctx context.Context, z *zsetScan) (due []zset.Entry, done 
 		}
 	}
 	// Lowest score first: the due entries are a prefix.
-	now := time.Now().UnixMilli()
+	now := w.s.cutoff(time.Now().UnixMilli())
 	n := 0
 	for n < len(c.upcoming) && c.upcoming[n].ExecAt <= now {
 		n++
@@ -401,6 +401,26 @@ func (s *Scanner) wakeAt(execAt int64) time.Time {
 		execAt = (execAt + c - 1) / c * c
 	}
 	return time.UnixMilli(execAt)
+}
+
+// cutoff is the latest exec_at deliverable at now (unix ms): now, or less
+// while Hold holds deliveries back.
+func (s *Scanner) cutoff(now int64) int64 {
+	if s.cfg.Hold == nil {
+		return now
+	}
+	return s.cfg.Hold.Cutoff(now)
+}
+
+// wakeFor is when a worker steps a zset whose next entry is due at execAt
+// but was not deliverable: wakeAt, or, while Hold holds it back, when Hold
+// is next asked.
+func (s *Scanner) wakeFor(execAt int64) time.Time {
+	t := s.wakeAt(execAt)
+	if now := time.Now(); s.cfg.Hold != nil && !t.After(now) {
+		return now.Add(s.cfg.Hold.Poll())
+	}
+	return t
 }
 
 // writeGrace is how long a write that started may go on after the step's

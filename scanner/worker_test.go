@@ -247,3 +247,52 @@ func TestDrainBounded(t *testing.T) {
 		})
 	})
 }
+
+// fakeHold holds back every entry due after from until release.
+type fakeHold struct{ from, release int64 }
+
+func (h fakeHold) Cutoff(now int64) int64 {
+	if now < h.release {
+		return min(now, h.from)
+	}
+	return now
+}
+
+func (fakeHold) Poll() time.Duration { return 200 * time.Millisecond }
+
+// While ingest trails (Hold), an overdue entry waits: a cancel stored
+// meanwhile wins, and the rest goes out once the hold ends, not before.
+func TestWorkWaitsForHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		release := now.Add(3 * time.Second)
+		e := newEnv(t, Config{Hold: fakeHold{from: now.UnixMilli(), release: release.UnixMilli()}})
+		var sent sentAt
+		e.fail(sent.broker(nil))
+		early := task("early", "orders", now.Add(-time.Second).UnixMilli())
+		kept := task("kept", "orders", now.Add(500*time.Millisecond).UnixMilli())
+		dropped := task("dropped", "orders", now.Add(time.Second).UnixMilli())
+		e.put("A", []payload.Task{early, kept, dropped})
+		go func() {
+			// The cancel, queued behind the stall, is stored at +2s: after
+			// its task was due, before the hold ends.
+			time.Sleep(2 * time.Second)
+			c := dropped
+			c.Cancel = true
+			if err := e.store.Put(context.Background(), []payload.Task{c}); err != nil {
+				t.Error(err)
+			}
+		}()
+		e.scan(context.Background(), scantask.Task{Zset: "A", Until: now.Add(5 * time.Second).UnixMilli()})
+
+		if at, ok := sent.get("early", "orders"); !ok || !at.Equal(now) {
+			t.Errorf("early (due before the hold) delivered %v at %v, want at once", ok, at.Sub(now))
+		}
+		if at, ok := sent.get("kept", "orders"); !ok || at.Before(release) || at.After(release.Add(time.Second)) {
+			t.Errorf("kept delivered %v at %v, want within 1s after the hold ends (%v)", ok, at.Sub(now), release.Sub(now))
+		}
+		if _, ok := sent.get("dropped", "orders"); ok {
+			t.Error("dropped delivered: its cancel, stored while the hold lasted, must win")
+		}
+	})
+}

@@ -1,0 +1,147 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/internal/watermark"
+)
+
+// Marks stores ingest watermarks (zset.Index).
+type Marks interface {
+	SetMarks(ctx context.Context, marks map[string]int64) error
+}
+
+// progress is what a lane tells the watermark publisher.
+type progress struct {
+	next      atomic.Int64 // next offset to store: the committed one; negative while unknown
+	idleSince atomic.Int64 // unix ms since when the lane waits for a message; 0 while busy
+}
+
+// idle notes that the lane starts waiting for a message.
+func (p *progress) idle() { p.idleSince.Store(time.Now().UnixMilli()) }
+
+// busy notes that the lane stopped waiting.
+func (p *progress) busy() { p.idleSince.Store(0) }
+
+// readerError notes that the lane's reader met an error (it retries by
+// itself): a message may wait unseen, so the lane's idle time restarts.
+func (p *progress) readerError() {
+	if p.idleSince.Load() != 0 {
+		p.idleSince.Store(time.Now().UnixMilli())
+	}
+}
+
+// endOffsets asks Kafka for the log end offsets (first: the start offsets)
+// of topic's partitions.
+type endOffsets func(ctx context.Context, topic string, partitions []int, first bool) (map[int]int64, error)
+
+// kafkaOffsets is the endOffsets of a kafka-go Client on brokers.
+func kafkaOffsets(brokers []string, timeout time.Duration) endOffsets {
+	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: timeout}
+	return func(ctx context.Context, topic string, partitions []int, first bool) (map[int]int64, error) {
+		reqs := make([]kafka.OffsetRequest, len(partitions))
+		for i, p := range partitions {
+			reqs[i] = kafka.LastOffsetOf(p)
+			if first {
+				reqs[i] = kafka.FirstOffsetOf(p)
+			}
+		}
+		res, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+		if err != nil {
+			return nil, fmt.Errorf("ingest: list offsets of %s: %w", topic, err)
+		}
+		out := make(map[int]int64, len(partitions))
+		for _, po := range res.Topics[topic] {
+			if po.Error != nil {
+				continue
+			}
+			if first {
+				out[po.Partition] = po.FirstOffset
+			} else {
+				out[po.Partition] = po.LastOffset
+			}
+		}
+		return out, nil
+	}
+}
+
+// publishMarks publishes, every MarkEvery until ctx ends, the watermark of
+// every lane of the input topic. A round Kafka or Redis does not answer is
+// skipped: the published watermarks stand still, which only holds
+// deliveries back.
+func (in *Ingester) publishMarks(ctx context.Context, lanes []lane) {
+	var parts []int
+	byPart := map[int]*progress{}
+	trackers := map[int]*watermark.Tracker{}
+	for _, l := range lanes {
+		if l.topic == in.cfg.Input {
+			parts = append(parts, l.partition)
+			byPart[l.partition] = l.prog
+			trackers[l.partition] = &watermark.Tracker{}
+		}
+	}
+	if in.cfg.Marks == nil || len(parts) == 0 {
+		return
+	}
+	t := time.NewTicker(in.cfg.MarkEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		at := time.Now().UnixMilli()
+		cctx, cancel := context.WithTimeout(ctx, 5*in.cfg.MarkEvery)
+		marks, err := in.marks(cctx, parts, byPart, trackers, at)
+		if err == nil {
+			err = in.cfg.Marks.SetMarks(cctx, marks)
+		}
+		cancel()
+		if err != nil {
+			in.log.Debug("watermarks not published", "err", err)
+		}
+	}
+}
+
+// marks samples the lanes' end offsets at `at` and returns the watermarks
+// known, by field.
+func (in *Ingester) marks(ctx context.Context, parts []int, byPart map[int]*progress,
+	trackers map[int]*watermark.Tracker, at int64) (map[string]int64, error) {
+	ends, err := in.offsets(ctx, in.cfg.Input, parts, false)
+	if err != nil {
+		return nil, err
+	}
+	var unknown []int // lanes that have stored nothing yet, from the log start
+	for _, p := range parts {
+		if byPart[p].next.Load() < 0 {
+			unknown = append(unknown, p)
+		}
+	}
+	var starts map[int]int64
+	if len(unknown) > 0 {
+		if starts, err = in.offsets(ctx, in.cfg.Input, unknown, true); err != nil {
+			return nil, err
+		}
+	}
+	out := make(map[string]int64, len(parts))
+	for _, p := range parts {
+		end, ok := ends[p]
+		if !ok {
+			continue
+		}
+		next := byPart[p].next.Load()
+		if s, ok := starts[p]; ok && next < 0 && s == end {
+			next = end // nothing stored because there is nothing
+		}
+		if w := trackers[p].Observe(at, end, next, byPart[p].idleSince.Load()); w > 0 {
+			out[watermark.Field(in.cfg.Input, p)] = w
+		}
+	}
+	return out, nil
+}
