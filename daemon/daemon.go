@@ -183,7 +183,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		in, err := ingest.New(ingest.Config{
 			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate,
 			Decode: payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: allowList(cfg.AllowTopics)},
-			Marks: ix, Logger: d.opts.Logger, Registerer: d.reg,
+			Marks:  ix, Logger: d.opts.Logger, Registerer: d.reg,
 		}, store, ix, w)
 		if err != nil {
 			return err

@@ -87,13 +87,13 @@ func New(cfg Config, store Store, ix Index, w Writer) (*Ingester, error) {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	return &Ingester{
-		cfg:   cfg,
-		st:    store,
-		ix:    ix,
-		w:     w,
-		log:   log,
-		m:     m,
-		stage: stage,
+		cfg:     cfg,
+		st:      store,
+		ix:      ix,
+		w:       w,
+		log:     log,
+		m:       m,
+		stage:   stage,
 		offsets: kafkaOffsets(cfg.Brokers, cfg.CallTimeout),
 	}, nil
 }
