@@ -121,41 +121,16 @@ func (in *Ingester) Run(ctx context.Context) error {
 	in.log.Info("ingest started", "input", in.cfg.Input, "slow", in.cfg.Slow, "group", in.cfg.GroupID)
 
 	var (
-		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
-	for {
-		gen, err := group.Next(ctx)
-		if ctx.Err() != nil {
-			break
+	consumer.Generations(ctx, group, in.log.With("group", in.cfg.GroupID), func(gctx context.Context, gen *kafka.Generation) {
+		if err := in.runGeneration(ctx, gctx, gen, lim); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
 		}
-		if err != nil {
-			level := slog.LevelWarn
-			if errors.Is(err, kafka.RebalanceInProgress) {
-				level = slog.LevelDebug // routine: another member joined or left
-			}
-			in.log.Log(ctx, level, "join group failed, joining again", "group", in.cfg.GroupID, "err", err)
-			_ = retry.Sleep(ctx, consumer.JoinBackoff)
-			continue
-		}
-		wg.Add(1)
-		gen.Start(func(gctx context.Context) {
-			defer wg.Done()
-			if err := in.runGeneration(ctx, gctx, gen, lim); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	// Close ends the current generation, whose lanes already drain because
-	// ctx is done, waits for them and only then leaves the group: the final
-	// commits go out in the generation they belong to. Closing before the
-	// lanes return also keeps the group from joining a new generation in
-	// between.
-	_ = group.Close()
-	wg.Wait()
+	})
 	in.log.Info("ingest stopped", "group", in.cfg.GroupID)
 	return errors.Join(errs...)
 }

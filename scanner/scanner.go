@@ -126,34 +126,9 @@ func (s *Scanner) Run(ctx context.Context) error {
 	}
 	s.log.Info("scanner started", "group", s.cfg.GroupID, "topic", s.cfg.Topic, "workers", s.cfg.Workers)
 
-	var wg sync.WaitGroup
-	for {
-		gen, err := group.Next(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		if err != nil {
-			level := slog.LevelWarn
-			if errors.Is(err, kafka.RebalanceInProgress) {
-				level = slog.LevelDebug // routine: another member joined or left
-			}
-			s.log.Log(ctx, level, "join group failed, joining again", "group", s.cfg.GroupID, "err", err)
-			_ = retry.Sleep(ctx, consumer.JoinBackoff)
-			continue
-		}
-		wg.Add(1)
-		gen.Start(func(gctx context.Context) {
-			defer wg.Done()
-			s.runGeneration(ctx, gctx, gen)
-		})
-	}
-
-	// Close ends the current generation (whose goroutines already drain,
-	// because ctx is done), waits for them (the final commit included),
-	// then leaves the group. Closing before the generation's goroutines
-	// return keeps the group from joining a new generation in between.
-	_ = group.Close()
-	wg.Wait()
+	consumer.Generations(ctx, group, s.log.With("group", s.cfg.GroupID), func(gctx context.Context, gen *kafka.Generation) {
+		s.runGeneration(ctx, gctx, gen)
+	})
 	s.log.Info("scanner stopped", "group", s.cfg.GroupID)
 	return nil
 }

@@ -1,9 +1,11 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -97,4 +99,43 @@ func groupConfig(cfg GroupConfig) kafka.ConsumerGroupConfig {
 		gc.ErrorLogger = klog.Logger(cfg.Logger.With("component", "kafka_group"))
 	}
 	return gc
+}
+
+// Generations joins group one generation after another until ctx ends and
+// runs fn for each through Generation.Start (kafka-go ends a generation
+// when its function returns, so fn must last until gctx or ctx is done). A
+// failed join is logged (a routine rebalance at DEBUG, the rest at WARN)
+// and tried again after JoinBackoff. When ctx ends it closes group, which
+// ends the current generation, waits for its fn (whose final commits go
+// out in the generation they belong to) and only then leaves the group;
+// closing before fn returns keeps the group from joining a new generation
+// in between. It returns once every fn has returned.
+func Generations(ctx context.Context, group *kafka.ConsumerGroup, log *slog.Logger,
+	fn func(gctx context.Context, gen *kafka.Generation)) {
+	var wg sync.WaitGroup
+	for {
+		gen, err := group.Next(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if err != nil {
+			level := slog.LevelWarn
+			if errors.Is(err, kafka.RebalanceInProgress) {
+				level = slog.LevelDebug // routine: another member joined or left
+			}
+			log.Log(ctx, level, "join group failed, joining again", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(JoinBackoff):
+			}
+			continue
+		}
+		wg.Add(1)
+		gen.Start(func(gctx context.Context) {
+			defer wg.Done()
+			fn(gctx, gen)
+		})
+	}
+	_ = group.Close()
+	wg.Wait()
 }
