@@ -134,13 +134,13 @@ func TestMasterKilled(t *testing.T) {
 	go func() { inputDone <- produce(ctx, e, topic, rate, runFor) }()
 
 	sleepUntil(start.Add(10 * time.Second))
-	if _, err := stackCmd("stop", "--kill", node); err != nil {
+	if _, err := private.Cmd("stop", "--kill", node); err != nil {
 		t.Fatal(err)
 	}
 	down := time.Now()
 	t.Logf("%v: kill -9 of %s (holds %s)", time.Since(start).Round(time.Second), node, registry)
 	sleepUntil(down.Add(6 * time.Second))
-	took, err := stackCmd("start", node)
+	took, err := private.Cmd("start", node)
 	if err != nil {
 		t.Fatal(err)
 	}

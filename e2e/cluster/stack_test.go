@@ -1,19 +1,13 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -31,20 +25,27 @@ const (
 // clusterPorts are the Redis Cluster masters' ports.
 var clusterPorts = []int{17101, 17102, 17103}
 
-var private struct {
-	once    sync.Once
-	err     error
-	root    string // the repository
-	started bool
-	watcher *exec.Cmd
+// private is the package's Kafka and Redis Cluster (HBase is the shared one).
+var private = &e2etest.PrivateStack{Name: "e2e-cluster", Services: []string{"kafka", "redis-cluster"}, Env: clusterEnv()}
+
+func clusterEnv() []string {
+	var ports []string
+	for _, p := range clusterPorts {
+		ports = append(ports, strconv.Itoa(p))
+	}
+	return []string{
+		"KAFKA_PORT=" + strconv.Itoa(kafkaPort),
+		"KAFKA_CONTROLLER_PORT=" + strconv.Itoa(controllerPort),
+		"REDIS_CLUSTER=1",
+		"REDIS_CLUSTER_PORTS=" + strings.Join(ports, " "),
+		"KAFKA_HEAP=384m",
+	}
 }
 
 func TestMain(m *testing.M) {
 	code := e2etest.Main(m)
-	if private.started {
-		if err := teardown(); err != nil {
-			fmt.Fprintln(os.Stderr, "cluster: removing the private stack:", err)
-		}
+	if err := private.Teardown(); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster: removing the private stack:", err)
 	}
 	os.Exit(code)
 }
@@ -64,12 +65,11 @@ func stack(t *testing.T) *e2etest.Env {
 // startPrivate starts the private stack on first use.
 func startPrivate(t *testing.T) {
 	t.Helper()
-	private.once.Do(func() { private.err = startStack() })
-	if private.err != nil {
+	if err := private.Start(); err != nil {
 		if stacktest.CI() {
-			t.Fatalf("private stack did not start (CI=true, integration tests never skip): %v", private.err)
+			t.Fatalf("private stack did not start (CI=true, integration tests never skip): %v", err)
 		}
-		t.Skipf("private stack did not start: %v", private.err)
+		t.Skipf("private stack did not start: %v", err)
 	}
 }
 
@@ -97,118 +97,6 @@ func clusterClient(t *testing.T) redis.UniversalClient {
 }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-
-func startStack() error {
-	root, err := repoRoot()
-	if err != nil {
-		return err
-	}
-	private.root = root
-	// Leftovers of a run that died before its teardown and its watcher.
-	if _, err := stackCmd("down", "--wipe"); err != nil {
-		return err
-	}
-	private.started = true
-	if err := watch(); err != nil {
-		return err
-	}
-	start := time.Now()
-	if _, err := stackCmd("start", "kafka"); err != nil {
-		return err
-	}
-	if _, err := stackCmd("start", "redis-cluster"); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "cluster: private Kafka and Redis Cluster up in %v (data in %s)\n",
-		time.Since(start).Round(time.Second), dataDir())
-	return nil
-}
-
-// watch starts a process, in a process group of its own, that removes the
-// private stack once this test binary is gone: a timeout panic or a kill
-// skips TestMain's teardown.
-func watch() error {
-	script := fmt.Sprintf(`while kill -0 %d 2>/dev/null; do sleep 2; done; exec %q down --wipe`,
-		os.Getpid(), filepath.Join(private.root, "deploy/local/stack"))
-	cmd := exec.Command("bash", "-c", script)
-	cmd.Env = stackEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the stack watcher: %w", err)
-	}
-	private.watcher = cmd
-	return nil
-}
-
-// teardown kills the services (their data go anyway) and wipes the stack.
-func teardown() error {
-	if w := private.watcher; w != nil {
-		w.Process.Kill()
-		w.Wait()
-	}
-	var errs []error
-	for _, s := range []string{"redis-cluster", "kafka"} {
-		if _, err := stackCmd("stop", "--kill", s); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if _, err := stackCmd("down", "--wipe"); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-func dataDir() string { return filepath.Join(private.root, ".local", "e2e-cluster") }
-
-func stackEnv() []string {
-	var ports []string
-	for _, p := range clusterPorts {
-		ports = append(ports, strconv.Itoa(p))
-	}
-	return append(os.Environ(),
-		"KAFKA_PORT="+strconv.Itoa(kafkaPort),
-		"KAFKA_CONTROLLER_PORT="+strconv.Itoa(controllerPort),
-		"REDIS_CLUSTER=1",
-		"REDIS_CLUSTER_PORTS="+strings.Join(ports, " "),
-		"DELAYQ_LOCAL_DIR="+dataDir(),
-		"KAFKA_HEAP=384m",
-	)
-}
-
-// stackCmd runs deploy/local/stack with args on the private stack and
-// returns how long it took.
-func stackCmd(args ...string) (time.Duration, error) {
-	cmd := exec.Command(filepath.Join(private.root, "deploy/local/stack"), args...)
-	cmd.Env = stackEnv()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		s := out.String()
-		if len(s) > 3000 {
-			s = "…" + s[len(s)-3000:]
-		}
-		return time.Since(start), fmt.Errorf("stack %s: %w\n%s", strings.Join(args, " "), err, s)
-	}
-	return time.Since(start), nil
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
 
 // masterOf returns the port of the master that serves key.
 func masterOf(t *testing.T, rdb redis.UniversalClient, key string) int {

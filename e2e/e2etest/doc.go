@@ -12,6 +12,13 @@
 // counts another run's messages, even on the shared delay-failed topic.
 // Collectors read each partition from where it ended when they started.
 //
+// # Private stacks
+//
+// PrivateStack runs deploy/local/stack on ports and a data directory of a
+// test package's own (e2e/fault takes services away; e2e/cluster needs a
+// Redis Cluster): started on first use, wiped by the package's TestMain,
+// and by a watcher process if the test binary dies first.
+//
 // # Logs
 //
 // Each delayd writes its output to a file of its own in the Env's log

@@ -57,7 +57,7 @@ func (r *run) at(d time.Duration) { time.Sleep(time.Until(r.began.Add(d))) }
 // (failed) while the service is away: the next test needs it.
 func (r *run) restoreOnExit(service string) {
 	r.t.Cleanup(func() {
-		if _, err := stackCmd("start", service); err != nil {
+		if _, err := private.Cmd("start", service); err != nil {
 			r.t.Errorf("restore %s: %v", service, err)
 		}
 	})
