@@ -15,8 +15,8 @@ import (
 
 // outcome counts what a handled batch did, for metrics once it is safe.
 type outcome struct {
-	accepted, cancels int
-	failed            map[string]int // by reason
+	accepted, cancels, reschedules int
+	failed                         map[string]int // by reason
 }
 
 // refusal is why a store refused one task for good.
@@ -38,6 +38,7 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 	out := outcome{failed: map[string]int{}}
 	tasks := make([]payload.Task, 0, len(msgs))
 	src := make([]int, 0, len(msgs)) // src[i] = index in msgs of tasks[i]
+	recorded := make([]time.Time, 0, len(msgs))
 	var failed []kafka.Message
 	for i, m := range msgs {
 		t, err := payload.Decode(m, now, in.cfg.Decode)
@@ -49,9 +50,10 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 		}
 		tasks = append(tasks, t)
 		src = append(src, i)
+		recorded = append(recorded, m.Time)
 	}
 
-	refused, err := in.store(ctx, tasks)
+	refused, err := in.store(ctx, tasks, recorded)
 	if err != nil {
 		return fmt.Errorf("ingest: store %d tasks: %w", len(tasks), err)
 	}
@@ -64,9 +66,12 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 			out.failed[r.reason]++
 			continue
 		}
-		if t.Cancel {
+		switch {
+		case t.Cancel || t.Control == payload.ControlCancelID:
 			out.cancels++
-		} else {
+		case t.Control == payload.ControlReschedule:
+			out.reschedules++
+		default:
 			out.accepted++
 		}
 	}
@@ -79,29 +84,65 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 
 	in.m.accepted.Add(float64(out.accepted))
 	in.m.cancels.Add(float64(out.cancels))
+	in.m.reschedules.Add(float64(out.reschedules))
 	for reason, n := range out.failed {
 		in.m.failed.WithLabelValues(reason).Add(float64(n))
 	}
 	return nil
 }
 
-// store puts tasks in the Store, then indexes the non-cancel ones that the
-// Store took. It returns the tasks refused for good, by index in tasks, or
-// an error when ctx ended first.
-func (in *Ingester) store(ctx context.Context, tasks []payload.Task) (map[int]refusal, error) {
+// store puts tasks in the Store, runs the id-row protocol for them when
+// the Store keeps id rows (lifecycle.go), then indexes the submits that
+// stay at their own due time and the moved ones. It returns the tasks
+// refused for good, by index in tasks, or an error when ctx ended first.
+// recorded[i] is the record timestamp of tasks[i].
+func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []time.Time) (map[int]refusal, error) {
 	refused := map[int]refusal{}
-	err := in.narrow(ctx, opPut, len(tasks), storeRefused,
-		func(ctx context.Context, lo, hi int) error { return in.st.Put(ctx, tasks[lo:hi]) },
-		func(i int, err error) { refused[i] = refusal{ReasonStore, "store: " + err.Error()} })
+	ids, _ := in.st.(IDStore)
+	rows := make([]payload.Task, 0, len(tasks))
+	rowIdx := make([]int, 0, len(tasks)) // rowIdx[j] = index in tasks of rows[j]
+	for i, t := range tasks {
+		switch {
+		case t.Control == payload.ControlNone:
+			rows = append(rows, t)
+			rowIdx = append(rowIdx, i)
+		case ids == nil:
+			refused[i] = refusal{ReasonLifecycle, fmt.Sprintf("%s by delay-id alone: this store keeps no id rows", opName(t))}
+		}
+	}
+	err := in.narrow(ctx, opPut, len(rows), storeRefused,
+		func(ctx context.Context, lo, hi int) error { return in.st.Put(ctx, rows[lo:hi]) },
+		func(j int, err error) { refused[rowIdx[j]] = refusal{ReasonStore, "store: " + err.Error()} })
 	if err != nil {
 		return nil, fmt.Errorf("put: %w", err)
 	}
-	entries := make([]zset.Entry, 0, len(tasks))
-	idx := make([]int, 0, len(tasks)) // idx[j] = index in tasks of entries[j]
+	p := &plan{}
+	if ids != nil {
+		if p, err = in.resolve(ctx, ids, tasks, recorded, refused); err != nil {
+			return nil, err
+		}
+		if len(p.copies) > 0 {
+			cp := p.copies
+			err := in.narrow(ctx, opPut, len(cp), storeRefused,
+				func(ctx context.Context, lo, hi int) error { return in.st.Put(ctx, cp[lo:hi]) },
+				func(j int, err error) { refused[p.origin[j]] = refusal{ReasonStore, "store: " + err.Error()} })
+			if err != nil {
+				return nil, fmt.Errorf("put moved: %w", err)
+			}
+		}
+	}
+	entries := make([]zset.Entry, 0, len(tasks)+len(p.entries))
+	idx := make([]int, 0, cap(entries)) // idx[j] = index in tasks of entries[j]
 	for i, t := range tasks {
-		if _, ok := refused[i]; !ok && !t.Cancel {
+		if _, ok := refused[i]; !ok && !t.Cancel && t.Control == payload.ControlNone && !p.skip[i] {
 			entries = append(entries, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
 			idx = append(idx, i)
+		}
+	}
+	for j, e := range p.entries {
+		if _, ok := refused[p.origin[j]]; !ok {
+			entries = append(entries, e)
+			idx = append(idx, p.origin[j])
 		}
 	}
 	err = in.narrow(ctx, opAdd, len(entries), indexRefused,
@@ -114,7 +155,19 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task) (map[int]re
 	if err != nil {
 		return nil, fmt.Errorf("add: %w", err)
 	}
+	if ids != nil {
+		if err := in.finish(ctx, ids, p); err != nil {
+			return nil, err
+		}
+	}
 	return refused, nil
+}
+
+func opName(t payload.Task) string {
+	if t.Control == payload.ControlReschedule {
+		return payload.OpReschedule
+	}
+	return payload.OpCancel
 }
 
 // storeRefused and indexRefused classify the errors no retry can cure (see

@@ -21,6 +21,9 @@ const (
 	DefaultBatchSize   = 1000
 	DefaultBatchWait   = 20 * time.Millisecond
 	DefaultCallTimeout = 10 * time.Second
+	// DefaultRescheduleGrace is how long a reschedule whose task is not
+	// stored yet waits for it (by the reschedule's record timestamp).
+	DefaultRescheduleGrace = 30 * time.Second
 	// DefaultDrainTimeout is half the group session timeout: ample for a
 	// batch in hand that meets no outage, well inside MaxDrainTimeout.
 	DefaultDrainTimeout = consumer.SessionTimeout / 2
@@ -77,6 +80,12 @@ type Config struct {
 	// write, so a hung connection turns into a retry instead of a stall
 	// that never ends. Default 10s.
 	CallTimeout time.Duration
+
+	// RescheduleGrace is how long a reschedule whose task is not stored
+	// yet (still in another partition or in Slow) waits for it in the id
+	// row, counted from the reschedule's record timestamp; an older one
+	// names an unknown id and goes to Failed. Default 30s.
+	RescheduleGrace time.Duration
 	// DrainTimeout bounds finishing and committing the batch in hand once
 	// Run's ctx is cancelled or the consumer-group generation ends, at most
 	// MaxDrainTimeout so that the batch is committed before the partition's
@@ -125,6 +134,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.RescheduleGrace == 0 {
+		c.RescheduleGrace = DefaultRescheduleGrace
 	}
 	if c.MarkEvery == 0 {
 		c.MarkEvery = watermark.DefaultPoll

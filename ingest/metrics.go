@@ -17,11 +17,15 @@ const (
 	ReasonContract = "contract" // the message breaks the wire contract
 	ReasonStore    = "store"    // Store.Put refused the task for good
 	ReasonIndex    = "index"    // Index.Add refused the entry for good
+	// ReasonLifecycle: a reschedule or cancel by id alone that can never
+	// apply (unknown id, cancelled, already due; see lifecycle.go).
+	ReasonLifecycle = "lifecycle"
 )
 
 type metrics struct {
 	accepted     prometheus.Counter
 	cancels      prometheus.Counter
+	reschedules  prometheus.Counter
 	failed       *prometheus.CounterVec
 	batch        prometheus.Histogram
 	commitErrors prometheus.Counter
@@ -41,7 +45,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		})),
 		cancels: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "delayq_cancels_accepted_total",
-			Help: "Cancel markers stored in the payload store.",
+			Help: "Cancels accepted: by id and due time (a cancel marker) or by id alone (the id row).",
+		})),
+		reschedules: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "delayq_reschedules_accepted_total",
+			Help: "Reschedules accepted: applied, or waiting in the id row for their task.",
 		})),
 		failed: metric.Register(reg, &errs, metric.NewTasksFailed()),
 		batch: metric.Register(reg, &errs, prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -64,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("ingest: metrics: %w", err)
 	}
-	for _, r := range []string{ReasonContract, ReasonStore, ReasonIndex} {
+	for _, r := range []string{ReasonContract, ReasonStore, ReasonIndex, ReasonLifecycle} {
 		m.failed.WithLabelValues(r)
 	}
 	return m, nil

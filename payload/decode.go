@@ -84,7 +84,11 @@ func violation(format string, args ...any) error {
 // producer that set none; kafka-go sends 0 for a zero Message.Time) is
 // refused rather than timed by this process's clock, which would make a
 // re-read a second task; delay-id is optional, 1..128 bytes; delay-op is
-// absent or "cancel", and a cancel needs delay-id and delay-at; each control
+// absent, "cancel" or "reschedule"; a cancel needs delay-id and takes
+// delay-at (cancel that row) or no time at all (cancel by id alone,
+// Control = ControlCancelID); a reschedule needs delay-id and exactly one of
+// delay-at and delay-after, the new due time (Control = ControlReschedule,
+// delay-topic optional and ignored); each control
 // header at most once; key + value + headers at most MaxPayload bytes.
 // Without delay-id the name is DerivedName(m.Topic, m.Partition, m.Offset).
 // Control headers (and a stale delay-error) are not passed through.
@@ -118,8 +122,10 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 		switch op := string(h.Value); op {
 		case OpCancel:
 			t.Cancel = true
+		case OpReschedule:
+			t.Control = ControlReschedule
 		default:
-			return Task{}, violation("%s: unknown op %s (want %q)", HeaderOp, quote(h.Value), OpCancel)
+			return Task{}, violation("%s: unknown op %s (want %q or %q)", HeaderOp, quote(h.Value), OpCancel, OpReschedule)
 		}
 	}
 
@@ -129,7 +135,7 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 			return Task{}, err
 		}
 		t.Topic = topic
-	} else if !t.Cancel {
+	} else if !t.Cancel && t.Control == ControlNone {
 		return Task{}, violation("%s: missing", HeaderTopic)
 	}
 
@@ -137,8 +143,11 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	switch {
 	case at != nil && after != nil:
 		return Task{}, violation("%s and %s: give exactly one, not both", HeaderAt, HeaderAfter)
+	case t.Cancel && after != nil:
+		return Task{}, violation("%s: cancel takes %s (the task's due time) or no time at all, not %s", HeaderOp, HeaderAt, HeaderAfter)
 	case t.Cancel && at == nil:
-		return Task{}, violation("%s: cancel needs %s (the task's due time)", HeaderOp, HeaderAt)
+		// Cancel by id alone: ingest finds the due time in the id row.
+		t.Cancel, t.Control = false, ControlCancelID
 	case at != nil:
 		ms, err := parseAt(at.Value)
 		if err != nil {
@@ -180,19 +189,29 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 			return Task{}, violation("%s: %d bytes, over the %d-byte limit", HeaderID, n, MaxNameLen)
 		}
 		t.Name = string(h.Value)
-	} else if t.Cancel {
-		return Task{}, violation("%s: cancel needs %s", HeaderOp, HeaderID)
+	} else if t.Cancel || t.Control != ControlNone {
+		return Task{}, violation("%s: %s needs %s", HeaderOp, opName(t), HeaderID)
 	} else {
 		t.Name = DerivedName(m.Topic, m.Partition, m.Offset)
 	}
 	t.ID = TaskID(t.Name)
 
-	if !t.Cancel {
+	if t.Control != ControlNone {
+		t.Topic = "" // a reschedule keeps its task's topic; a cancel has none
+	}
+	if !t.Cancel && t.Control == ControlNone {
 		t.Key = m.Key
 		t.Value = m.Value
 		t.Headers = pass
 	}
 	return t, nil
+}
+
+func opName(t Task) string {
+	if t.Control == ControlReschedule {
+		return OpReschedule
+	}
+	return OpCancel
 }
 
 // Control headers, by index into Decode's table.

@@ -14,6 +14,7 @@ import (
 type Memory struct {
 	mu   sync.RWMutex
 	rows map[Ref]*memRow
+	ids  map[uint64]IDState // id rows (idrow.go)
 }
 
 type memRow struct {
@@ -22,11 +23,14 @@ type memRow struct {
 	cancelName string // the marker's value
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store   = (*Memory)(nil)
+	_ IDStore = (*Memory)(nil)
+)
 
 // NewMemory returns an empty Memory store.
 func NewMemory() *Memory {
-	return &Memory{rows: make(map[Ref]*memRow)}
+	return &Memory{rows: make(map[Ref]*memRow), ids: make(map[uint64]IDState)}
 }
 
 // Put stores copies of tasks; a task with Cancel set stores only the cancel
@@ -102,6 +106,44 @@ func (m *Memory) Scan(ctx context.Context, from, to int64, fn func(Task) error) 
 		}
 	}
 	return nil
+}
+
+// PutIDs writes id rows.
+func (m *Memory) PutIDs(ctx context.Context, writes []IDWrite) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range writes {
+		s := m.ids[w.ID]
+		if w.Submitted != 0 {
+			s.Submitted = w.Submitted
+		}
+		if w.At != 0 {
+			s.At = w.At
+		}
+		if w.Moving != 0 {
+			s.Moving = max(w.Moving, 0)
+		}
+		s.Cancelled = s.Cancelled || w.Cancel
+		m.ids[w.ID] = s
+	}
+	return nil
+}
+
+// GetIDs reads id rows.
+func (m *Memory) GetIDs(ctx context.Context, ids []uint64) ([]IDState, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]IDState, len(ids))
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for i, id := range ids {
+		out[i] = m.ids[id]
+	}
+	return out, nil
 }
 
 // Len returns the number of rows (tasks and cancel markers).

@@ -15,12 +15,30 @@ const (
 	HeaderAt    = "delay-at"    // due time, RFC 3339 or unix ms (input, output)
 	HeaderAfter = "delay-after" // delay relative to the message time (input)
 	HeaderID    = "delay-id"    // task name (input, output)
-	HeaderOp    = "delay-op"    // "cancel" (input)
+	HeaderOp    = "delay-op"    // "cancel" or "reschedule" (input)
 	HeaderError = "delay-error" // why a message failed (delay-failed only)
 )
 
-// OpCancel is the delay-op value that cancels a task.
-const OpCancel = "cancel"
+// Values of delay-op.
+const (
+	OpCancel     = "cancel"     // cancel a task: by id and due time, or by id alone
+	OpReschedule = "reschedule" // move a pending task to a new due time
+)
+
+// Control says what a decoded input message asks for beyond storing a task.
+type Control uint8
+
+const (
+	// ControlNone: a task to store (or, with Cancel set, a cancel by id
+	// and due time, stored as the row's cancel marker).
+	ControlNone Control = iota
+	// ControlCancelID: cancel by id alone (delay-op: cancel without
+	// delay-at). ExecAt is 0; only Name and ID are set.
+	ControlCancelID
+	// ControlReschedule: move the task named Name to ExecAt. Topic, Key,
+	// Value and Headers are not set: the task keeps its own.
+	ControlReschedule
+)
 
 // Task is one delayed message.
 type Task struct {
@@ -32,6 +50,7 @@ type Task struct {
 	Value   []byte         // business value, byte for byte (nil stays nil)
 	Headers []kafka.Header // pass-through headers, delay-* control headers removed
 	Cancel  bool           // a cancel (delay-op: cancel): only the marker is stored
+	Control Control        // ControlNone, or an op by id that ingest resolves through the id row
 }
 
 // Ref locates a task: what Redis holds and what the rowkey is built from.

@@ -1,0 +1,144 @@
+package hbase
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/tsuna/gohbase/hrpc"
+	"github.com/tsuna/gohbase/pb"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/delayq/delayq/payload"
+)
+
+// Id row cells (family d, row payload.IDRowKey): the id → due-time lookup
+// of cancel by id alone and reschedule. Times are 8-byte big-endian unix ms.
+const (
+	colIDName      = "n" // task name
+	colIDSubmitted = "s" // due time of the latest submit
+	colIDAt        = "a" // current due time after a move
+	colIDMoving    = "r" // latest reschedule's target
+	colIDCancelled = "x" // cancelled by id alone (value: "1")
+)
+
+var _ payload.IDStore = (*Store)(nil)
+
+// PutIDs writes id rows in chunks of PutBatch, a few chunks in flight. The
+// cells of one write share one put, so a reader sees all of them or none;
+// their TTL is max(latest time − now, 0) + Retention, and a cancel without
+// a time keeps for payload.DefaultMaxDelay + Retention (a task may still
+// arrive that long after it).
+func (h *Store) PutIDs(ctx context.Context, writes []payload.IDWrite) (err error) {
+	if len(writes) == 0 {
+		return nil
+	}
+	defer h.observe("put_ids", time.Now(), &err)
+	now := time.Now().UnixMilli()
+	calls := make([]hrpc.Call, 0, len(writes))
+	for _, w := range writes {
+		cols := map[string][]byte{}
+		if w.Name != "" {
+			cols[colIDName] = []byte(w.Name)
+		}
+		latest := int64(0)
+		for _, c := range []struct {
+			col string
+			ms  int64
+		}{{colIDSubmitted, w.Submitted}, {colIDAt, w.At}, {colIDMoving, w.Moving}} {
+			if c.ms != 0 { // Moving -1 clears: an 8-byte 0
+				cols[c.col] = binary.BigEndian.AppendUint64(nil, uint64(max(c.ms, 0)))
+				latest = max(latest, c.ms)
+			}
+		}
+		ahead := max(latest-now, 0)
+		if w.Cancel {
+			cols[colIDCancelled] = []byte("1")
+			if latest == 0 {
+				ahead = payload.DefaultMaxDelay.Milliseconds()
+			}
+		}
+		ttl := min(h.retention+time.Duration(min(ahead, maxTTL.Milliseconds()))*time.Millisecond, maxTTL)
+		put, err := hrpc.NewPut(ctx, h.table, payload.IDRowKey(h.salts, w.ID),
+			map[string]map[string][]byte{family: cols}, hrpc.TTL(ttl))
+		if err != nil {
+			return fmt.Errorf("hbase: put id row %q: %w", w.Name, err)
+		}
+		calls = append(calls, put)
+	}
+	return h.sendChunks(ctx, calls, func(int, []hrpc.RPCResult) error { return nil })
+}
+
+// GetIDs reads id rows with SendBatch, PutBatch rows a call.
+func (h *Store) GetIDs(ctx context.Context, ids []uint64) (_ []payload.IDState, err error) {
+	out := make([]payload.IDState, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	defer h.observe("get_ids", time.Now(), &err)
+	calls := make([]hrpc.Call, len(ids))
+	for i, id := range ids {
+		get, err := hrpc.NewGet(ctx, h.table, payload.IDRowKey(h.salts, id))
+		if err != nil {
+			return nil, fmt.Errorf("hbase: get id row %d: %w", id, err)
+		}
+		calls[i] = get
+	}
+	err = h.sendChunks(ctx, calls, func(lo int, res []hrpc.RPCResult) error {
+		for i, r := range res {
+			resp, ok := r.Msg.(*pb.GetResponse)
+			if !ok {
+				return fmt.Errorf("get id row %d: unexpected response %T", ids[lo+i], r.Msg)
+			}
+			for _, c := range hrpc.ToLocalResult(resp.GetResult()).Cells {
+				if string(c.Family) != family {
+					continue
+				}
+				ms := func() int64 {
+					if len(c.Value) != 8 {
+						return 0
+					}
+					return int64(binary.BigEndian.Uint64(c.Value))
+				}
+				s := &out[lo+i]
+				switch string(c.Qualifier) {
+				case colIDSubmitted:
+					s.Submitted = ms()
+				case colIDAt:
+					s.At = ms()
+				case colIDMoving:
+					s.Moving = ms()
+				case colIDCancelled:
+					s.Cancelled = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sendChunks sends calls in chunks of PutBatch, a few in flight, and hands
+// each chunk's results to fn with the chunk's first index.
+func (h *Store) sendChunks(ctx context.Context, calls []hrpc.Call, fn func(lo int, res []hrpc.RPCResult) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(inFlight)
+	for lo := 0; lo < len(calls); lo += h.batch {
+		hi := min(lo+h.batch, len(calls))
+		g.Go(func() error {
+			res, err := h.send(gctx, calls[lo:hi])
+			if err != nil {
+				return err
+			}
+			return fn(lo, res)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("hbase: %d id rows: %w", len(calls), err)
+	}
+	return nil
+}
