@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) payload.Store) {
 		{"ScanStops", testScanStops},
 		{"PastAndFarTasks", testPastAndFarTasks},
 		{"LargeBatch", testLargeBatch},
+		{"IDRows", testIDRows},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
