@@ -1,0 +1,303 @@
+package ingest
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/zset"
+)
+
+// lifecycleFixture is an ingester on the in-memory store, which keeps id
+// rows, so ops by id are accepted.
+type lifecycleFixture struct {
+	in  *Ingester
+	st  *payload.Memory
+	ix  *fakeIndex
+	w   *fakeWriter
+	off int64
+}
+
+func newLifecycleFixture(t *testing.T) *lifecycleFixture {
+	t.Helper()
+	ev := &events{}
+	f := &lifecycleFixture{st: payload.NewMemory(), ix: &fakeIndex{ev: ev}, w: &fakeWriter{ev: ev}}
+	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Registerer: prometheus.NewRegistry(),
+		Logger: slog.New(slog.DiscardHandler)}, f.st, f.ix, f.w)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	f.in = in
+	return f
+}
+
+var lcBase = time.Now().Add(time.Hour).Truncate(time.Second)
+
+func lcAt(sec int) string { return strconv.FormatInt(lcBase.Add(time.Duration(sec)*time.Second).UnixMilli(), 10) }
+
+func (f *lifecycleFixture) submit(id string, sec int) kafka.Message {
+	f.off++
+	return msg(0, f.off, payload.HeaderTopic, "biz", payload.HeaderID, id, payload.HeaderAt, lcAt(sec), "trace", id)
+}
+
+func (f *lifecycleFixture) cancelID(id string) kafka.Message {
+	f.off++
+	return msg(1, f.off, payload.HeaderOp, payload.OpCancel, payload.HeaderID, id)
+}
+
+func (f *lifecycleFixture) reschedule(id string, sec int) kafka.Message {
+	f.off++
+	return msg(1, f.off, payload.HeaderOp, payload.OpReschedule, payload.HeaderID, id, payload.HeaderAt, lcAt(sec))
+}
+
+func (f *lifecycleFixture) handle(t *testing.T, msgs ...kafka.Message) {
+	t.Helper()
+	if err := f.in.handle(t.Context(), msgs, time.Now()); err != nil {
+		t.Fatalf("handle: %v", err)
+	}
+}
+
+// live returns what the scanner would deliver: per task name, the due times
+// of its index entries whose row exists and carries no cancel marker.
+func (f *lifecycleFixture) live(t *testing.T) map[string][]int64 {
+	t.Helper()
+	_, entries := f.ix.snapshot()
+	seen := map[zset.Entry]bool{}
+	out := map[string][]int64{}
+	for _, e := range entries {
+		if seen[e] {
+			continue
+		}
+		seen[e] = true
+		rows, err := f.st.Get(context.Background(), []payload.Ref{{ID: e.ID, ExecAt: e.ExecAt}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := rows[0]; r != nil && !r.Cancel {
+			out[r.Name] = append(out[r.Name], e.ExecAt)
+		}
+	}
+	return out
+}
+
+func (f *lifecycleFixture) failed(t *testing.T) map[string]string {
+	t.Helper()
+	_, msgs := f.w.snapshot()
+	out := map[string]string{}
+	for _, m := range msgs {
+		id, _ := header(m, payload.HeaderID)
+		reason, _ := header(m, payload.HeaderError)
+		out[id] = reason
+	}
+	return out
+}
+
+func TestLifecycleOps(t *testing.T) {
+	ms := func(sec int) int64 { return lcBase.Add(time.Duration(sec) * time.Second).UnixMilli() }
+	tests := []struct {
+		name       string
+		batches    func(f *lifecycleFixture) [][]kafka.Message
+		live       map[string][]int64
+		failed     map[string]string // name → substring of the reason
+		wantPhases map[string]payload.Phase
+	}{
+		{
+			name: "cancel by id after the task",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10), f.submit("b", 10)}, {f.cancelID("a")}}
+			},
+			live:       map[string][]int64{"b": {ms(10)}},
+			wantPhases: map[string]payload.Phase{"a": payload.PhaseCancelled, "b": payload.PhasePending},
+		},
+		{
+			name: "cancel by id before the task",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.cancelID("a")}, {f.submit("a", 10), f.submit("b", 10)}}
+			},
+			live:       map[string][]int64{"b": {ms(10)}},
+			wantPhases: map[string]payload.Phase{"a": payload.PhaseCancelled},
+		},
+		{
+			name: "cancel by id in the task's batch",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.cancelID("a"), f.submit("a", 10)}}
+			},
+			live: map[string][]int64{},
+		},
+		{
+			name: "cancel by id after a reschedule",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10)}, {f.reschedule("a", 20)}, {f.cancelID("a")}}
+			},
+			live: map[string][]int64{},
+		},
+		{
+			name: "reschedule later and earlier",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10), f.submit("b", 10)}, {f.reschedule("a", 30), f.reschedule("b", 5)}}
+			},
+			live:       map[string][]int64{"a": {ms(30)}, "b": {ms(5)}},
+			wantPhases: map[string]payload.Phase{"a": payload.PhasePending},
+		},
+		{
+			name: "reschedule twice",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10)}, {f.reschedule("a", 30)}, {f.reschedule("a", 40)}}
+			},
+			live: map[string][]int64{"a": {ms(40)}},
+		},
+		{
+			name: "reschedule twice in one batch",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10)}, {f.reschedule("a", 30), f.reschedule("a", 40)}}
+			},
+			live: map[string][]int64{"a": {ms(40)}},
+		},
+		{
+			name: "reschedule before the task",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.reschedule("a", 30)}, {f.submit("a", 10)}}
+			},
+			live: map[string][]int64{"a": {ms(30)}},
+		},
+		{
+			name: "reschedule in the task's batch",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.reschedule("a", 30), f.submit("a", 10)}}
+			},
+			live: map[string][]int64{"a": {ms(30)}},
+		},
+		{
+			name: "task read again after its reschedule",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				s := f.submit("a", 10)
+				return [][]kafka.Message{{s}, {f.reschedule("a", 30)}, {s}}
+			},
+			live: map[string][]int64{"a": {ms(30)}},
+		},
+		{
+			name: "reschedule read again",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				r := f.reschedule("a", 30)
+				return [][]kafka.Message{{f.submit("a", 10)}, {r}, {r}}
+			},
+			live: map[string][]int64{"a": {ms(30)}},
+		},
+		{
+			name: "reschedule of a cancelled task",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10)}, {f.cancelID("a")}, {f.reschedule("a", 30)}}
+			},
+			live:   map[string][]int64{},
+			failed: map[string]string{"a": `reschedule: delay-id "a" is cancelled`},
+		},
+		{
+			name: "reschedule of a task cancelled by due time",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				f.off++
+				c := msg(1, f.off, payload.HeaderOp, payload.OpCancel, payload.HeaderID, "a", payload.HeaderAt, lcAt(10))
+				return [][]kafka.Message{{f.submit("a", 10)}, {c}, {f.reschedule("a", 30)}}
+			},
+			live:   map[string][]int64{},
+			failed: map[string]string{"a": `reschedule: delay-id "a" is cancelled`},
+		},
+		{
+			name: "reschedule of an unknown id",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				r := f.reschedule("a", 30)
+				r.Time = time.Now().Add(-time.Minute)
+				return [][]kafka.Message{{r}, {f.submit("a", 10)}}
+			},
+			live:   map[string][]int64{"a": {ms(10)}},
+			failed: map[string]string{"a": `reschedule: unknown delay-id "a": no task with this id is stored`},
+		},
+		{
+			name: "reschedule of a delivered task",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				f.off++
+				past := strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10)
+				s := msg(0, f.off, payload.HeaderTopic, "biz", payload.HeaderID, "a", payload.HeaderAt, past)
+				return [][]kafka.Message{{s}, {f.reschedule("a", 30)}, {s}}
+			},
+			live:   map[string][]int64{"a": {time.Now().Add(-time.Minute).UnixMilli()}}, // replaced below
+			failed: map[string]string{"a": "delivered or being delivered"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newLifecycleFixture(t)
+			batches := tt.batches(f)
+			for _, b := range batches {
+				f.handle(t, b...)
+			}
+			live := f.live(t)
+			if tt.name == "reschedule of a delivered task" {
+				if len(live["a"]) != 1 || live["a"][0] > time.Now().UnixMilli() {
+					t.Errorf("live = %v, want a once at its past time", live)
+				}
+			} else if !equalLive(live, tt.live) {
+				t.Errorf("live = %v, want %v", live, tt.live)
+			}
+			failed := f.failed(t)
+			if len(failed) != len(tt.failed) {
+				t.Errorf("failed = %v, want %v", failed, tt.failed)
+			}
+			for id, want := range tt.failed {
+				if !strings.Contains(failed[id], want) {
+					t.Errorf("failed[%s] = %q, want it to contain %q", id, failed[id], want)
+				}
+			}
+			for name, want := range tt.wantPhases {
+				got, err := payload.State(t.Context(), f.st, name, time.Now())
+				if err != nil || got.Phase != want {
+					t.Errorf("State(%s) = %+v, %v; want %s", name, got, err, want)
+				}
+			}
+		})
+	}
+}
+
+func equalLive(a, b map[string][]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w := b[k]
+		if len(v) != len(w) {
+			return false
+		}
+		for i := range v {
+			if v[i] != w[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestLifecycleRefusedWithoutIDRows: a store without id rows refuses ops by
+// id to the failed topic and stores plain tasks as before.
+func TestLifecycleRefusedWithoutIDRows(t *testing.T) {
+	f := newFixture(t, nil)
+	m := msg(1, 1, payload.HeaderOp, payload.OpCancel, payload.HeaderID, "a")
+	if err := f.in.handle(t.Context(), []kafka.Message{m, valid(2)}, testNow); err != nil {
+		t.Fatal(err)
+	}
+	_, msgs := f.w.snapshot()
+	if len(msgs) != 1 {
+		t.Fatalf("failed topic got %d messages, want 1", len(msgs))
+	}
+	if r, _ := header(msgs[0], payload.HeaderError); !strings.Contains(r, "keeps no id rows") {
+		t.Errorf("reason %q", r)
+	}
+	if _, entries := f.ix.snapshot(); len(entries) != 1 {
+		t.Errorf("index got %d entries, want 1", len(entries))
+	}
+}
