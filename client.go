@@ -27,8 +27,9 @@ const (
 )
 
 var (
-	// ErrInvalid is wrapped by the errors of Submit and Cancel for a task or
-	// cancel that breaks the delay contract; nothing was written.
+	// ErrInvalid is wrapped by the errors of Submit, Cancel, CancelByID
+	// and Reschedule for a request that breaks the delay contract; nothing
+	// was written.
 	ErrInvalid = errors.New("delayq: invalid task")
 	// ErrClosed is returned by Submit and Cancel after Close.
 	ErrClosed = errors.New("delayq: client closed")
@@ -216,6 +217,70 @@ func (c *Client) Cancel(ctx context.Context, id string, at time.Time) error {
 		return fmt.Errorf("delayq: cancel %s to %s: %w", id, c.cfg.Input, err)
 	}
 	return nil
+}
+
+// CancelByID cancels the task with this id whatever its due time
+// (delay-op: cancel without delay-at). It wins whichever of the two delayq
+// reads first, stops a task that was rescheduled, and keeps cancelling the
+// id: a task submitted later with it is cancelled too (within the
+// retention window). Cancelling an unknown or delivered id is harmless.
+func (c *Client) CancelByID(ctx context.Context, id string) error {
+	if err := checkOpID(id, payload.OpCancel); err != nil {
+		return err
+	}
+	m := kafka.Message{
+		Topic: c.cfg.Input,
+		Key:   []byte(id),
+		Headers: []kafka.Header{
+			{Key: payload.HeaderOp, Value: []byte(payload.OpCancel)},
+			{Key: payload.HeaderID, Value: []byte(id)},
+		},
+		Time: c.now(),
+	}
+	if err := c.write(ctx, m); err != nil {
+		return fmt.Errorf("delayq: cancel %s to %s: %w", id, c.cfg.Input, err)
+	}
+	return nil
+}
+
+// Reschedule moves the pending task with this id to at (truncated to
+// milliseconds), keeping its key, value and headers: the old time is not
+// delivered, the new one is. It returns once the brokers have the request;
+// delayq applies it asynchronously and sends it to delay-failed, with a
+// delay-error reason, when it cannot apply: the id is cancelled, already
+// due, or unknown (no task of that id arrives within ingest's
+// RescheduleGrace, 30 s by default, of the request). Reschedules of one id
+// go to one partition, in order; the last one wins.
+func (c *Client) Reschedule(ctx context.Context, id string, at time.Time) error {
+	err := checkOpID(id, payload.OpReschedule)
+	if err == nil && (at.IsZero() || at.UnixMilli() <= 0) {
+		err = invalid([]string{"a reschedule needs the new due time (at), after 1970"})
+	}
+	if err != nil {
+		return err
+	}
+	m := kafka.Message{
+		Topic: c.cfg.Input,
+		Key:   []byte(id),
+		Headers: []kafka.Header{
+			{Key: payload.HeaderOp, Value: []byte(payload.OpReschedule)},
+			{Key: payload.HeaderID, Value: []byte(id)},
+			{Key: payload.HeaderAt, Value: unixMilli(at)},
+		},
+		Time: c.now(),
+	}
+	if err := c.write(ctx, m); err != nil {
+		return fmt.Errorf("delayq: reschedule %s to %s: %w", id, c.cfg.Input, err)
+	}
+	return nil
+}
+
+func checkOpID(id, op string) error {
+	reasons := checkID(nil, id)
+	if id == "" {
+		reasons = append(reasons, "a "+op+" needs the task id")
+	}
+	return invalid(reasons)
 }
 
 // Close flushes pending writes and closes the connections. It is

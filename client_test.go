@@ -252,6 +252,45 @@ func TestCancelWire(t *testing.T) {
 	}
 }
 
+func TestCancelByIDAndRescheduleWire(t *testing.T) {
+	f := newFake(t, Config{})
+	at := testNow.Add(3 * time.Hour)
+	if err := f.c.CancelByID(t.Context(), "order-7"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.Reschedule(t.Context(), "order-8", at); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []payload.Task{
+		{ID: payload.TaskID("order-7"), Name: "order-7", Control: payload.ControlCancelID},
+		{ID: payload.TaskID("order-8"), Name: "order-8", ExecAt: at.UnixMilli(), Control: payload.ControlReschedule},
+	} {
+		m := f.read(t, topics.Input, int64(i))
+		got, err := payload.Decode(m, testNow, payload.DecodeConfig{})
+		if err != nil {
+			t.Fatalf("Decode rejects message %d: %v", i, err)
+		}
+		if err := sameTask(got, want); err != nil {
+			t.Error(err)
+		}
+		if got.Control != want.Control {
+			t.Errorf("message %d control %d, want %d", i, got.Control, want.Control)
+		}
+		if string(m.Key) != want.Name {
+			t.Errorf("message %d key %q, want the id (one partition per id)", i, m.Key)
+		}
+	}
+	for _, err := range []error{
+		f.c.CancelByID(t.Context(), ""),
+		f.c.Reschedule(t.Context(), "", at),
+		f.c.Reschedule(t.Context(), "x", time.Time{}),
+	} {
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("err %v, want ErrInvalid", err)
+		}
+	}
+}
+
 func TestInvalid(t *testing.T) {
 	f := newFake(t, Config{})
 	long := strings.Repeat("x", payload.MaxNameLen+1)

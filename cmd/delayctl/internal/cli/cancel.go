@@ -13,17 +13,23 @@ func newCancel(sys *IO, g *globals) *cobra.Command {
 	)
 	at := &timeValue{now: sys.Now}
 	cmd := &cobra.Command{
-		Use:   "cancel --id ID --at TIME",
-		Short: "Cancel a task by its id and due time",
-		Long: `cancel writes a cancel for the task with this id and due time to delay-input.
-delayd stores it as a marker on the task's row, so the cancel wins whether it
-arrives before or after the task; cancelling a task that is unknown or already
-delivered is harmless. Check the result with inspect.`,
-		Example: `  delayctl cancel --id reminder-42 --at 2030-01-02T15:04:05Z
+		Use:   "cancel --id ID [--at TIME]",
+		Short: "Cancel a task by its id, and optionally its due time",
+		Long: `cancel writes a cancel for the task with this id to delay-input.
+
+With --at, it cancels the task due at that time: delayd stores a marker on
+the task's row. Without --at, it cancels by id alone: delayd marks the id's
+row (and the task's row at its current due time, also after a reschedule),
+and a task with this id that arrives later is cancelled too. Either way the
+cancel wins whether it arrives before or after the task; cancelling a task
+that is unknown or already delivered is harmless. Check the result with
+inspect.`,
+		Example: `  delayctl cancel --id reminder-42
+  delayctl cancel --id reminder-42 --at 2030-01-02T15:04:05Z
   delayctl cancel --id 1871234567890123456 --at 1893596645000`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := require(cmd, "id", "at"); err != nil {
+			if err := require(cmd, "id"); err != nil {
 				return err
 			}
 			if len(id) > 128 {
@@ -38,6 +44,13 @@ delivered is harmless. Check the result with inspect.`,
 			if err := g.checkKafka(ctx); err != nil {
 				return err
 			}
+			if !cmd.Flags().Changed("at") {
+				if err := c.CancelByID(ctx, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(sys.Stdout, "cancel sent for id %s (any due time) to %s\n", id, cf.input)
+				return nil
+			}
 			if err := c.Cancel(ctx, id, at.t); err != nil {
 				return err
 			}
@@ -46,7 +59,67 @@ delivered is harmless. Check the result with inspect.`,
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
-	cmd.Flags().Var(at, "at", "the task's due time (required): "+timeHelp)
+	cmd.Flags().Var(at, "at", "the task's due time (optional; without it, cancel by id alone): "+timeHelp)
+	cf.register(cmd, false)
+	return cmd
+}
+
+func newReschedule(sys *IO, g *globals) *cobra.Command {
+	var (
+		id string
+		cf clientFlags
+	)
+	at := &timeValue{now: sys.Now}
+	after := &durationValue{}
+	cmd := &cobra.Command{
+		Use:   "reschedule --id ID (--at TIME | --after DURATION)",
+		Short: "Move a pending task to a new due time",
+		Long: `reschedule writes a reschedule for the task with this id to delay-input.
+delayd moves the task to the new due time, keeping its key, value and
+headers: the old time is not delivered, the new one is. delayd sends the
+reschedule to delay-failed, with the reason in delay-error, when the id is
+cancelled, already due, or unknown (no task of that id arrives within 30 s).
+Check the result with inspect.`,
+		Example: `  delayctl reschedule --id reminder-42 --after 2h
+  delayctl reschedule --id reminder-42 --at 2030-01-02T15:04:05Z`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := require(cmd, "id"); err != nil {
+				return err
+			}
+			if len(id) > 128 {
+				return usagef("--id: %d bytes, over the 128-byte limit", len(id))
+			}
+			atSet, afterSet := cmd.Flags().Changed("at"), cmd.Flags().Changed("after")
+			switch {
+			case atSet && afterSet:
+				return usagef("--at and --after: give one, not both")
+			case !atSet && !afterSet:
+				return usagef("--at or --after is required")
+			}
+			when := at.t
+			if afterSet {
+				when = sys.Now().Add(after.d)
+			}
+			c, err := cf.client(g)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx := cmd.Context()
+			if err := g.checkKafka(ctx); err != nil {
+				return err
+			}
+			if err := c.Reschedule(ctx, id, when); err != nil {
+				return err
+			}
+			fmt.Fprintf(sys.Stdout, "reschedule sent for id %s to %s to %s\n", id, formatTime(when.UnixMilli()), cf.input)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
+	cmd.Flags().Var(at, "at", "the new due time: "+timeHelp)
+	cmd.Flags().Var(after, "after", "the new due time as a delay from now: 90s, 1h30m, 2d or plain seconds")
 	cf.register(cmd, false)
 	return cmd
 }
