@@ -60,15 +60,17 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal("empty name")
 		case got.ID != payload.TaskID(got.Name) || got.ID > payload.MaxID:
 			t.Fatalf("ID %d, TaskID(%q) = %d, MaxID %d", got.ID, got.Name, payload.TaskID(got.Name), uint64(payload.MaxID))
-		case got.ExecAt <= 0:
+		case got.Control == payload.ControlCancelID && (got.ExecAt != 0 || got.Topic != ""):
+			t.Fatalf("cancel by id alone with exec_at %d topic %q", got.ExecAt, got.Topic)
+		case got.Control != payload.ControlCancelID && got.ExecAt <= 0:
 			t.Fatalf("exec_at %d at or before the epoch", got.ExecAt)
 		case got.ExecAt-now.UnixMilli() > maxDelay:
 			t.Fatalf("exec_at %d more than the maximum delay after now", got.ExecAt)
 		case after && m.Time.UnixMilli() <= 0:
 			t.Fatal("delay-after accepted without a record timestamp")
-		case got.Cancel && (got.Key != nil || got.Value != nil || got.Headers != nil):
-			t.Fatal("cancel carries a payload")
-		case !got.Cancel && (!topics.Legal(got.Topic) || topics.Internal(got.Topic) || got.Topic == "forbidden"):
+		case (got.Cancel || got.Control != payload.ControlNone) && (got.Key != nil || got.Value != nil || got.Headers != nil):
+			t.Fatal("cancel or reschedule carries a payload")
+		case !got.Cancel && got.Control == payload.ControlNone && (!topics.Legal(got.Topic) || topics.Internal(got.Topic) || got.Topic == "forbidden"):
 			t.Fatalf("task for topic %q", got.Topic)
 		}
 		for _, h := range got.Headers {

@@ -96,7 +96,7 @@ func MalformedHeaders(topic string) [][]kafka.Header {
 		hdr("delay-topic", "__consumer_offsets", "delay-after", "5s"),
 		hdr("delay-topic", "delay-scan", "delay-after", "5s"),
 		hdr("delay-topic", topic, "delay-after", "5s", "delay-id", strings.Repeat("x", 129)),
-		hdr("delay-topic", topic, "delay-op", "cancel", "delay-id", "some-id"),
+		hdr("delay-topic", topic, "delay-op", "reschedule", "delay-id", "some-id"), // no new time
 		hdr("delay-topic", topic, "delay-op", "frobnicate", "delay-after", "5s"),
 		hdr("delay-topic", "bad topic name!", "delay-after", "5s"),
 	}
