@@ -13,9 +13,11 @@ import (
 // Operations on the id rows, values of the op label of
 // delayq_stage_retries_total{stage="ingest"}.
 const (
-	opPutIDs = "put_ids" // IDStore.PutIDs (HBase)
-	opGetIDs = "get_ids" // IDStore.GetIDs (HBase)
-	opGet    = "get"     // Store.Get of a task row to move (HBase)
+	opPutIDs  = "put_ids" // IDStore.PutIDs (HBase)
+	opGetIDs  = "get_ids" // IDStore.GetIDs (HBase)
+	opGet     = "get"     // Store.Get of a task row to move (HBase)
+	opFlag    = "flag"    // OpFlags.FlagOps (Redis)
+	opFlagged = "flagged" // OpFlags.Flagged (Redis)
 )
 
 // IDStore is the id-row part of the payload store (payload.IDStore) and the
@@ -26,6 +28,19 @@ type IDStore interface {
 	payload.IDStore
 	Get(ctx context.Context, refs []payload.Ref) ([]*payload.Task, error)
 }
+
+// OpFlags is an optional part of the Index (zset.Index implements it):
+// a flag per id that has had an op by id. With it, a submit reads its id
+// row only when its id is flagged (a Redis EXISTS instead of an HBase Get
+// per submit); without it, every submit reads its id row back.
+type OpFlags interface {
+	FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) error
+	Flagged(ctx context.Context, ids []uint64) ([]bool, error)
+}
+
+// opFlagRetention is how long an op flag outlives the longest delay: the
+// retention of the id row cells it guards (hbase.DefaultRetention).
+const opFlagRetention = 7 * 24 * time.Hour
 
 // plan is what the id rows of a batch ask for beyond the plain path. It is
 // carried out in this order, so that a crash anywhere leaves a state that
@@ -66,9 +81,12 @@ func (in *Ingester) resolve(ctx context.Context, ids IDStore, tasks []payload.Ta
 	}
 
 	// 1. Write: each op's cell, one write per id (later ops of the batch
-	// win), before reading anything back.
+	// win), before reading anything back. An op flags its id first.
+	flags, _ := in.ix.(OpFlags)
 	writes := make([]payload.IDWrite, 0, len(order))
-	for _, id := range order {
+	hasOp := make([]bool, len(order))
+	var opIDs []uint64
+	for k, id := range order {
 		w := payload.IDWrite{ID: id}
 		for _, i := range byID[id] {
 			t := tasks[i]
@@ -77,28 +95,73 @@ func (in *Ingester) resolve(ctx context.Context, ids IDStore, tasks []payload.Ta
 			case payload.ControlNone:
 				w.Submitted = t.ExecAt
 			case payload.ControlCancelID:
-				w.Cancel = true
+				w.Cancel, hasOp[k] = true, true
 			case payload.ControlReschedule:
-				w.Moving = t.ExecAt
+				w.Moving, hasOp[k] = t.ExecAt, true
 			}
+		}
+		if hasOp[k] {
+			opIDs = append(opIDs, id)
 		}
 		writes = append(writes, w)
 	}
 	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
+	if flags != nil && len(opIDs) > 0 {
+		ttl := in.cfg.Decode.MaxDelay + opFlagRetention
+		if err := in.stage.Do(ctx, opFlag, policy, func(ctx context.Context) error {
+			return flags.FlagOps(ctx, opIDs, ttl)
+		}); err != nil {
+			return nil, fmt.Errorf("flag ops: %w", err)
+		}
+	}
 	if err := in.stage.Do(ctx, opPutIDs, policy, func(ctx context.Context) error {
 		return ids.PutIDs(ctx, writes)
 	}); err != nil {
 		return nil, fmt.Errorf("put id rows: %w", err)
 	}
 
-	// 2. Read back.
-	var states []payload.IDState
-	if err := in.stage.Do(ctx, opGetIDs, policy, func(ctx context.Context) error {
-		var err error
-		states, err = ids.GetIDs(ctx, order)
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("get id rows: %w", err)
+	// 2. Read back: every id with an op, and the submits' ids that are
+	// flagged (all of them without flags).
+	read := hasOp
+	if flags == nil {
+		read = make([]bool, len(order))
+		for k := range read {
+			read[k] = true
+		}
+	} else if len(opIDs) < len(order) {
+		var flagged []bool
+		if err := in.stage.Do(ctx, opFlagged, policy, func(ctx context.Context) error {
+			var err error
+			flagged, err = flags.Flagged(ctx, order)
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("read op flags: %w", err)
+		}
+		for k := range read {
+			read[k] = read[k] || flagged[k]
+		}
+	}
+	var readIDs []uint64
+	for k, id := range order {
+		if read[k] {
+			readIDs = append(readIDs, id)
+		}
+	}
+	states := make([]payload.IDState, len(order))
+	if len(readIDs) > 0 {
+		var got []payload.IDState
+		if err := in.stage.Do(ctx, opGetIDs, policy, func(ctx context.Context) error {
+			var err error
+			got, err = ids.GetIDs(ctx, readIDs)
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("get id rows: %w", err)
+		}
+		for k := range order {
+			if read[k] {
+				states[k], got = got[0], got[1:]
+			}
+		}
 	}
 
 	// 3. Decide. Moves whose payload is not in the batch read it first.

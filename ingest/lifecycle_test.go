@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,12 +26,42 @@ type lifecycleFixture struct {
 	off int64
 }
 
-func newLifecycleFixture(t *testing.T) *lifecycleFixture {
+// flagIndex is a fakeIndex with op flags (OpFlags).
+type flagIndex struct {
+	*fakeIndex
+	mu    sync.Mutex
+	flags map[uint64]bool
+}
+
+func (f *flagIndex) FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		f.flags[id] = true
+	}
+	return nil
+}
+
+func (f *flagIndex) Flagged(ctx context.Context, ids []uint64) ([]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]bool, len(ids))
+	for i, id := range ids {
+		out[i] = f.flags[id]
+	}
+	return out, nil
+}
+
+func newLifecycleFixture(t *testing.T, flags bool) *lifecycleFixture {
 	t.Helper()
 	ev := &events{}
 	f := &lifecycleFixture{st: payload.NewMemory(), ix: &fakeIndex{ev: ev}, w: &fakeWriter{ev: ev}}
+	var ix Index = f.ix
+	if flags {
+		ix = &flagIndex{fakeIndex: f.ix, flags: map[uint64]bool{}}
+	}
 	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Registerer: prometheus.NewRegistry(),
-		Logger: slog.New(slog.DiscardHandler)}, f.st, f.ix, f.w)
+		Logger: slog.New(slog.DiscardHandler)}, f.st, ix, f.w)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -40,7 +71,9 @@ func newLifecycleFixture(t *testing.T) *lifecycleFixture {
 
 var lcBase = time.Now().Add(time.Hour).Truncate(time.Second)
 
-func lcAt(sec int) string { return strconv.FormatInt(lcBase.Add(time.Duration(sec)*time.Second).UnixMilli(), 10) }
+func lcAt(sec int) string {
+	return strconv.FormatInt(lcBase.Add(time.Duration(sec)*time.Second).UnixMilli(), 10)
+}
 
 func (f *lifecycleFixture) submit(id string, sec int) kafka.Message {
 	f.off++
@@ -231,36 +264,42 @@ func TestLifecycleOps(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newLifecycleFixture(t)
-			batches := tt.batches(f)
-			for _, b := range batches {
-				f.handle(t, b...)
+		for _, flags := range []bool{false, true} {
+			name := tt.name
+			if flags {
+				name += " with op flags"
 			}
-			live := f.live(t)
-			if tt.name == "reschedule of a delivered task" {
-				if len(live["a"]) != 1 || live["a"][0] > time.Now().UnixMilli() {
-					t.Errorf("live = %v, want a once at its past time", live)
+			t.Run(name, func(t *testing.T) {
+				f := newLifecycleFixture(t, flags)
+				batches := tt.batches(f)
+				for _, b := range batches {
+					f.handle(t, b...)
 				}
-			} else if !equalLive(live, tt.live) {
-				t.Errorf("live = %v, want %v", live, tt.live)
-			}
-			failed := f.failed(t)
-			if len(failed) != len(tt.failed) {
-				t.Errorf("failed = %v, want %v", failed, tt.failed)
-			}
-			for id, want := range tt.failed {
-				if !strings.Contains(failed[id], want) {
-					t.Errorf("failed[%s] = %q, want it to contain %q", id, failed[id], want)
+				live := f.live(t)
+				if tt.name == "reschedule of a delivered task" {
+					if len(live["a"]) != 1 || live["a"][0] > time.Now().UnixMilli() {
+						t.Errorf("live = %v, want a once at its past time", live)
+					}
+				} else if !equalLive(live, tt.live) {
+					t.Errorf("live = %v, want %v", live, tt.live)
 				}
-			}
-			for name, want := range tt.wantPhases {
-				got, err := payload.State(t.Context(), f.st, name, time.Now())
-				if err != nil || got.Phase != want {
-					t.Errorf("State(%s) = %+v, %v; want %s", name, got, err, want)
+				failed := f.failed(t)
+				if len(failed) != len(tt.failed) {
+					t.Errorf("failed = %v, want %v", failed, tt.failed)
 				}
-			}
-		})
+				for id, want := range tt.failed {
+					if !strings.Contains(failed[id], want) {
+						t.Errorf("failed[%s] = %q, want it to contain %q", id, failed[id], want)
+					}
+				}
+				for name, want := range tt.wantPhases {
+					got, err := payload.State(t.Context(), f.st, name, time.Now())
+					if err != nil || got.Phase != want {
+						t.Errorf("State(%s) = %+v, %v; want %s", name, got, err, want)
+					}
+				}
+			})
+		}
 	}
 }
 
