@@ -42,6 +42,20 @@
 // each salt s, exactly the range [s|from|0^8, s|to|0^8). The salt count is
 // part of the data: a table written with S salts must always be read with S.
 //
+// # Id rows (10 bytes)
+//
+// Cancel by id alone and reschedule need the due time of a task from its
+// name: each name has an id row in the same table, IDRowKey = salt | 0x80 |
+// id (8 bytes BE), salt = FNV-1a-64 of bytes 1..9 modulo S. Byte 1 of a
+// task row is exec_at's high byte, at most 0x7f, so id rows sort after all
+// task rows of their salt and never fall in an exec_at range. IDStore
+// writes and reads them (IDState: the latest submit's due time, the
+// current due time after a move, the latest reschedule's target, the
+// cancel-by-id flag); State answers pending / cancelled /
+// delivered-or-expired / unknown for a name from its id row and its task
+// row. The protocol that keeps them right in any arrival order is
+// ingest's ("Ops by id").
+//
 // # Goroutines
 //
 // Decode, RowKey and the other codec functions are pure. Memory is safe for
@@ -50,7 +64,8 @@
 // # Invariants
 //
 //   - After Decode, Task.Name != "" and Task.ID == TaskID(Task.Name) <= MaxID.
-//   - After Decode, ExecAt > 0 and at most MaxDelay after now: a due time at
+//   - After Decode, ExecAt > 0 (0 for a cancel by id alone,
+//     Control = ControlCancelID) and at most MaxDelay after now: a due time at
 //     or before the unix epoch (delay-at "0", "1970-01-01T00:00:00Z" or
 //     earlier) is refused, never read as "due now", and delay-after counts
 //     from the record timestamp, so a record without one (kafka-go sends 0

@@ -50,6 +50,23 @@
 // a row with d:c reads back with Cancel=true. Re-putting the same task
 // overwrites the same cells (VERSIONS 1), so a put is idempotent.
 //
+// # Id rows (idrow.go)
+//
+// One row per task name, key payload.IDRowKey: salt | 0x80 | id (10
+// bytes). A task row has exec_at's high byte (at most 0x7f) after the salt,
+// so id rows sort after all task rows of their salt and no exec_at range
+// reaches them. Family d, times as 8-byte big-endian unix ms:
+//
+//	d:n  task name
+//	d:s  due time of the latest submit
+//	d:a  current due time after a move (reschedule, next occurrence); beats d:s
+//	d:r  the latest reschedule's new time (an 8-byte 0 once cleared)
+//	d:x  cancelled by id alone
+//
+// PutIDs writes the given cells of a row in one put; their TTL is that of
+// a task cell for the latest time given, and a cancel without a time keeps
+// for payload.DefaultMaxDelay + Retention.
+//
 // # Expiry
 //
 // Every cell carries a cell TTL (hrpc.TTL) of max(exec_at − now, 0) +
