@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -107,7 +108,7 @@ func (in *Ingester) resolve(ctx context.Context, ids IDStore, tasks []payload.Ta
 	}
 	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
 	if flags != nil && len(opIDs) > 0 {
-		ttl := in.cfg.Decode.MaxDelay + opFlagRetention
+		ttl := cmp.Or(in.cfg.Decode.MaxDelay, payload.DefaultMaxDelay) + opFlagRetention
 		if err := in.stage.Do(ctx, opFlag, policy, func(ctx context.Context) error {
 			return flags.FlagOps(ctx, opIDs, ttl)
 		}); err != nil {
