@@ -11,6 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
@@ -26,16 +27,51 @@ import (
 // delay-failed with its reason; no valid cancel or reschedule does.
 func TestLifecycle(t *testing.T) {
 	e := newEnv(t)
+	e.Start("d0")
+	runLifecycle(t, e, 10000)
+}
+
+// TestEmbeddedLifecycle: TestLifecycle's scenario with 2,000 tasks on
+// `delayd --embedded` (the in-memory store and miniredis keep id rows and
+// op flags too).
+func TestEmbeddedLifecycle(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Embedded(ctx, daemon.Config{
+			Brokers: []string{"127.0.0.1:0"}, Redis: "127.0.0.1:0", HTTP: "127.0.0.1:0",
+			Tick: time.Second, Partitions: 4,
+		}, daemon.Options{}, func(brokers, redis string) { addrs <- [2]string{brokers, redis} })
+	}()
+	var a [2]string
+	select {
+	case a = <-addrs:
+	case err := <-done:
+		t.Fatalf("embedded delayd exited: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("embedded delayd did not start in 30s")
+	}
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("embedded delayd: %v", err)
+		}
+	}()
+	e := &e2etest.Env{T: t, Stack: e2etest.Stack{Brokers: []string{a[0]}}, Run: fmt.Sprintf("emb%d", time.Now().UnixNano())}
+	runLifecycle(t, e, 2000)
+}
+
+// runLifecycle submits n tasks to a running delayd on e: a tenth cancelled
+// by id alone, a tenth rescheduled (see TestLifecycle), and judges.
+func runLifecycle(t *testing.T, e *e2etest.Env, n int) {
 	topic := e.Topic("orders")
 	out, failed := e.Collect(topic), e.Collect(topics.Failed)
-	e.Start("d0")
-
-	const (
-		n       = 10000
-		cancels = 1000
-		moves   = 1000
-		raced   = 100 // reschedules produced before their task
-		twice   = 200
+	var (
+		cancels = n / 10
+		moves   = n / 10
+		raced   = n / 100 // reschedules produced before their task
+		twice   = n / 50
 	)
 	now := time.Now().Truncate(time.Millisecond)
 	rng := rand.New(rand.NewPCG(uint64(now.UnixNano()), 15))
@@ -128,7 +164,7 @@ func TestLifecycle(t *testing.T) {
 		len(tasks), cancels, cancels/5, moves+twice, moves, raced, time.Since(start).Round(time.Millisecond))
 
 	r := awaitDelivery(l, out, 120*time.Second)
-	t.Logf("TestLifecycle: %v", r)
+	t.Logf("%s: %v", t.Name(), r)
 	mustBeClean(t, r)
 	if r.Delivered != len(l.Due) {
 		t.Errorf("delivered %d of %d", r.Delivered, len(l.Due))
