@@ -160,10 +160,24 @@ func (c *Client) NewID() string { return c.node.Generate().String() }
 // Config.SlowAfter from now) and returns once the brokers have it. Invalid
 // tasks fail with an error wrapping ErrInvalid before anything is written.
 func (c *Client) Submit(ctx context.Context, t Task) (Receipt, error) {
+	m, r, err := c.Message(t)
+	if err != nil {
+		return Receipt{}, err
+	}
+	if err := c.Send(ctx, m); err != nil {
+		return Receipt{}, fmt.Errorf("delayq: submit %s to %s: %w", r.ID, r.Input, err)
+	}
+	return r, nil
+}
+
+// Message returns the input message Submit would write for t now, and its
+// receipt, without writing it: for callers that check it first (the HTTP
+// API runs delayd's own validation on it) and then Send it.
+func (c *Client) Message(t Task) (kafka.Message, Receipt, error) {
 	now := c.now()
 	at, err := checkTask(t, now)
 	if err != nil {
-		return Receipt{}, err
+		return kafka.Message{}, Receipt{}, err
 	}
 	id := t.ID
 	if id == "" {
@@ -181,11 +195,11 @@ func (c *Client) Submit(ctx context.Context, t Task) (Receipt, error) {
 		kafka.Header{Key: payload.HeaderID, Value: []byte(id)},
 	)
 	m := kafka.Message{Topic: input, Key: t.Key, Value: t.Value, Headers: headers, Time: now}
-	if err := c.write(ctx, m); err != nil {
-		return Receipt{}, fmt.Errorf("delayq: submit %s to %s: %w", id, input, err)
-	}
-	return Receipt{ID: id, At: at, Input: input}, nil
+	return m, Receipt{ID: id, At: at, Input: input}, nil
 }
+
+// Send writes m (built by Message) and returns once the brokers have it.
+func (c *Client) Send(ctx context.Context, m kafka.Message) error { return c.write(ctx, m) }
 
 // Cancel cancels the task with this id and due time (the pair a Receipt
 // holds). A cancel wins whichever of the two delayq reads first; cancelling

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delayq/delayq/api"
 	"github.com/delayq/delayq/ingest"
 	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/kafka/topics"
@@ -21,6 +22,8 @@ const (
 	RoleIngest     = "ingest"
 	RoleDispatcher = "dispatcher"
 	RoleScanner    = "scanner"
+	// RoleAPI serves the HTTP API (package api) on API; not a default role.
+	RoleAPI = "api"
 )
 
 // Config configures delayd. Zero values mean the defaults of
@@ -67,6 +70,12 @@ type Config struct {
 	Console      bool
 	ConsoleWrite bool
 	ConsoleToken string
+
+	// API is the address of the HTTP API role (package api); default
+	// 127.0.0.1:8080. APIToken (DELAYQ_API_TOKEN), when set, is the bearer
+	// token every API request must carry.
+	API      string
+	APIToken string
 }
 
 // Defaults of Config that no role package owns.
@@ -82,6 +91,9 @@ var ErrConfig = errors.New("daemon: invalid config")
 // AllRoles are the roles delayd runs by default.
 var AllRoles = []string{RoleIngest, RoleDispatcher, RoleScanner}
 
+// KnownRoles are the roles --roles accepts.
+var KnownRoles = append(slices.Clone(AllRoles), RoleAPI)
+
 func (c *Config) setDefaults() {
 	if len(c.Brokers) == 0 {
 		c.Brokers = []string{topics.DefaultBroker}
@@ -96,6 +108,7 @@ func (c *Config) setDefaults() {
 	def(&c.Table, hbase.DefaultTable)
 	def(&c.Prefix, zset.DefaultPrefix)
 	def(&c.HTTP, DefaultHTTP)
+	def(&c.API, api.DefaultAddr)
 	def(&c.GroupPrefix, DefaultGroupPrefix)
 	if len(c.Roles) == 0 {
 		c.Roles = slices.Clone(AllRoles)
@@ -136,8 +149,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
 	}
 	for _, r := range c.Roles {
-		if !slices.Contains(AllRoles, r) {
-			bad("roles: unknown role %q (want ingest, dispatcher, scanner)", r)
+		if !slices.Contains(KnownRoles, r) {
+			bad("roles: unknown role %q (want %s)", r, strings.Join(KnownRoles, ", "))
 		}
 	}
 	if c.Tick < time.Second {

@@ -179,10 +179,11 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	defer w.Close()
 
 	var roles []func(context.Context) error
+	decode := payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: allowList(cfg.AllowTopics)}
 	if cfg.has(RoleIngest) {
 		in, err := ingest.New(ingest.Config{
 			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate,
-			Decode: payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: allowList(cfg.AllowTopics)},
+			Decode: decode,
 			Marks:  ix, Logger: d.opts.Logger, Registerer: d.reg,
 		}, store, ix, w)
 		if err != nil {
@@ -212,6 +213,15 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 			return err
 		}
 		roles = append(roles, sc.Run, func(ctx context.Context) error { hold.Run(ctx); return nil })
+	}
+
+	if cfg.has(RoleAPI) {
+		run, closeClient, err := d.newAPI(store, decode)
+		if err != nil {
+			return err
+		}
+		defer closeClient()
+		roles = append(roles, run)
 	}
 
 	h, err := newHealth(d.probes(rdb, store), d.log, d.reg)

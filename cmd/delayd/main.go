@@ -1,4 +1,5 @@
-// Command delayd runs delayq's roles: ingest, dispatcher and scanner.
+// Command delayd runs delayq's roles: ingest, dispatcher and scanner, and
+// on demand the HTTP API (--roles ...,api).
 //
 // Every flag also reads DELAYQ_<FLAG> (upper case, dashes as underscores);
 // a flag beats the environment. See ../../README.md.
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/delayq/delayq/api"
 	"github.com/delayq/delayq/cmd/internal/envflag"
 	"github.com/delayq/delayq/cmd/internal/logging"
 	"github.com/delayq/delayq/daemon"
@@ -51,7 +53,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.HBaseZK, "hbase-zk", hbase.DefaultZK, "HBase ZooKeeper quorum")
 	fs.StringVar(&cfg.Table, "table", hbase.DefaultTable, "HBase table")
 	fs.StringVar(&cfg.Prefix, "prefix", zset.DefaultPrefix, "Redis key prefix")
-	fs.Var(roles, "roles", "roles to run, comma-separated: ingest, dispatcher, scanner")
+	fs.Var(roles, "roles", "roles to run, comma-separated: ingest, dispatcher, scanner, api (the HTTP API; not a default)")
 	fs.DurationVar(&cfg.Tick, "tick", 0, "dispatch tick, down to 1s (default 1m; 1s with --embedded)")
 	fs.StringVar(&cfg.HTTP, "http", daemon.DefaultHTTP, "address of /metrics, /healthz and /readyz")
 	fs.DurationVar(&cfg.MaxDelay, "max-delay", payload.DefaultMaxDelay, "longest accepted delay")
@@ -69,6 +71,8 @@ func run(args []string) error {
 	fs.BoolVar(&cfg.Console, "console", true, "serve the web console under /ui/ on the --http address")
 	fs.BoolVar(&cfg.ConsoleWrite, "console-write", false, "enable the console's actions (cancel, replay); they need the token in DELAYQ_CONSOLE_TOKEN")
 	cfg.ConsoleToken = os.Getenv("DELAYQ_CONSOLE_TOKEN") // never a flag: a token on the command line shows in ps
+	fs.StringVar(&cfg.API, "api", api.DefaultAddr, "address of the HTTP API (role api); requests need the bearer token in DELAYQ_API_TOKEN when it is set")
+	cfg.APIToken = os.Getenv("DELAYQ_API_TOKEN") // never a flag, like the console's
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "", "text or json (default: text when stderr is a terminal, else json)")
 	if err := envflag.Parse(fs, args, os.Getenv); err != nil {

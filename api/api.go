@@ -1,0 +1,440 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/metric"
+	"github.com/delayq/delayq/payload"
+)
+
+// OpenAPI is the API's OpenAPI 3 document, served at /v1/openapi.yaml.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// Client writes requests to delay-input (*delayq.Client).
+type Client interface {
+	Message(t delayq.Task) (kafka.Message, delayq.Receipt, error)
+	Send(ctx context.Context, m kafka.Message) error
+	CancelByID(ctx context.Context, id string) error
+	Reschedule(ctx context.Context, id string, at time.Time) error
+}
+
+// States looks a task up by id (payload.State over the payload store).
+type States interface {
+	State(ctx context.Context, id string) (payload.TaskState, error)
+}
+
+// Server serves the API. Build it with New.
+type Server struct {
+	cfg      Config
+	c        Client
+	states   States
+	log      *slog.Logger
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	now      func() time.Time
+}
+
+// New returns a Server writing through c and reading states from states
+// (nil: GET answers 501).
+func New(cfg Config, c Client, states States) (*Server, error) {
+	cfg.setDefaults()
+	err := cfg.Validate()
+	if c == nil {
+		err = errors.Join(err, fmt.Errorf("%w: nil client", ErrConfig))
+	}
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	s := &Server{
+		cfg: cfg, c: c, states: states, now: time.Now,
+		log: cfg.Logger.With("component", "api"),
+		requests: metric.Register(cfg.Registerer, &errs, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "delayq_api_requests_total",
+			Help: "HTTP API requests by operation and status code.",
+		}, []string{"op", "code"})),
+		latency: metric.Register(cfg.Registerer, &errs, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "delayq_api_request_seconds",
+			Help:    "HTTP API request latency by operation (Kafka acks included).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"op"})),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("api: metrics: %w", err)
+	}
+	return s, nil
+}
+
+// Handler routes the API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/tasks", s.op("submit", s.submit))
+	mux.Handle("GET /v1/tasks/{id}", s.op("get", s.get))
+	mux.Handle("PATCH /v1/tasks/{id}", s.op("reschedule", s.reschedule))
+	mux.Handle("DELETE /v1/tasks/{id}", s.op("cancel", s.cancel))
+	mux.HandleFunc("GET /v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, errorBody{Error: fmt.Sprintf("no route %s %s (see /v1/openapi.yaml)", r.Method, r.URL.Path)})
+	})
+	return mux
+}
+
+// Run serves the API on Addr until ctx ends, then shuts down gracefully
+// (requests in flight get WriteTimeout to finish).
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	s.log.Info("api listening", "addr", ln.Addr().String(), "token", s.cfg.Token != "")
+	select {
+	case err := <-done:
+		return fmt.Errorf("api: serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("api: shutdown: %w", err)
+	}
+	return nil
+}
+
+// apiError is an answer other than success.
+type apiError struct {
+	code   int
+	reason string
+}
+
+func (e *apiError) Error() string { return e.reason }
+
+func fail(code int, format string, args ...any) *apiError {
+	return &apiError{code: code, reason: fmt.Sprintf(format, args...)}
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// op wraps a handler: the token, the body limit, metrics and errors.
+func (s *Server) op(name string, h func(w http.ResponseWriter, r *http.Request) (int, any, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		code, body, err := s.serve(w, r, h)
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) {
+				ae = &apiError{code: http.StatusInternalServerError, reason: err.Error()}
+			}
+			code, body = ae.code, errorBody{Error: ae.reason}
+			if code == http.StatusServiceUnavailable {
+				w.Header().Set("Retry-After", "1")
+			}
+			if code >= 500 {
+				s.log.Warn("request failed", "op", name, "code", code, "err", ae.reason)
+			}
+		}
+		writeJSON(w, code, body)
+		s.requests.WithLabelValues(name, strconv.Itoa(code)).Inc()
+		s.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, h func(w http.ResponseWriter, r *http.Request) (int, any, error)) (int, any, error) {
+	if s.cfg.Token != "" {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="delayq"`)
+			return 0, nil, fail(http.StatusUnauthorized, "missing or wrong bearer token")
+		}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	return h(w, r)
+}
+
+func writeJSON(w http.ResponseWriter, code int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// decodeBody reads r's JSON body into v: unknown fields, trailing data,
+// a body over MaxBody and a content type other than JSON are errors.
+func decodeBody(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return fail(http.StatusUnsupportedMediaType, "content type %q: want application/json", ct)
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("data after the JSON object")
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return fail(http.StatusRequestEntityTooLarge, "body over the %d-byte limit", tooLarge.Limit)
+	case err != nil:
+		return fail(http.StatusBadRequest, "invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+// taskRequest is the body of POST /v1/tasks.
+type taskRequest struct {
+	Topic       string            `json:"topic"`
+	ID          string            `json:"id"`
+	At          json.RawMessage   `json:"at"`
+	After       string            `json:"after"`
+	Key         *string           `json:"key"`
+	Value       *string           `json:"value"`
+	ValueBase64 *string           `json:"value_base64"`
+	Headers     map[string]string `json:"headers"`
+	Every       string            `json:"every"`
+	Cron        string            `json:"cron"`
+	TZ          string            `json:"tz"`
+	Until       json.RawMessage   `json:"until"`
+	Count       int64             `json:"count"`
+}
+
+// taskAnswer is the body of a 201 or 202 answer about one task.
+type taskAnswer struct {
+	ID    string `json:"id"`
+	State string `json:"state,omitempty"`
+	At    string `json:"at,omitempty"`
+	AtMs  int64  `json:"at_ms,omitempty"`
+	Input string `json:"input,omitempty"`
+}
+
+func answer(id string, at time.Time) taskAnswer {
+	return taskAnswer{ID: id, At: at.UTC().Format(time.RFC3339Nano), AtMs: at.UnixMilli()}
+}
+
+func (s *Server) submit(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	var req taskRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	t, err := req.task()
+	if err != nil {
+		return 0, nil, err
+	}
+	m, rcpt, err := s.c.Message(t)
+	if err != nil {
+		return 0, nil, fail(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), delayq.ErrInvalid.Error()+": "))
+	}
+	if _, err := payload.Decode(m, s.now(), s.cfg.Decode); err != nil {
+		return 0, nil, fail(http.StatusBadRequest, "%v", err)
+	}
+	if err := s.write(r.Context(), func(ctx context.Context) error { return s.c.Send(ctx, m) }); err != nil {
+		return 0, nil, err
+	}
+	a := answer(rcpt.ID, rcpt.At)
+	a.Input = rcpt.Input
+	return http.StatusCreated, a, nil
+}
+
+// task turns the request into a client Task (the recurrence as its
+// delay-every, delay-cron, delay-tz, delay-until, delay-count headers).
+func (req *taskRequest) task() (delayq.Task, error) {
+	var reasons []string
+	t := delayq.Task{ID: req.ID, Topic: req.Topic}
+	if req.Topic == "" {
+		reasons = append(reasons, `"topic" is required`)
+	}
+	if len(req.At) > 0 {
+		at, err := parseTime(req.At)
+		if err != nil {
+			reasons = append(reasons, `"at": `+err.Error())
+		}
+		t.At = at
+	}
+	if req.After != "" {
+		d, err := time.ParseDuration(req.After)
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf(`"after" %q: want a duration such as 90s or 2h`, req.After))
+		}
+		t.After = d
+	}
+	if len(req.At) > 0 && req.After != "" {
+		reasons = append(reasons, `give "at" or "after", not both`)
+	}
+	if req.Key != nil {
+		t.Key = []byte(*req.Key)
+	}
+	switch {
+	case req.Value != nil && req.ValueBase64 != nil:
+		reasons = append(reasons, `give "value" or "value_base64", not both`)
+	case req.Value != nil:
+		t.Value = []byte(*req.Value)
+	case req.ValueBase64 != nil:
+		v, err := base64.StdEncoding.DecodeString(*req.ValueBase64)
+		if err != nil {
+			reasons = append(reasons, `"value_base64" is not standard base64`)
+		}
+		t.Value = v
+	}
+	for k, v := range req.Headers {
+		t.Headers = append(t.Headers, kafka.Header{Key: k, Value: []byte(v)})
+	}
+	add := func(name, value string) {
+		if value != "" {
+			t.Headers = append(t.Headers, kafka.Header{Key: name, Value: []byte(value)})
+		}
+	}
+	add("delay-every", req.Every)
+	add("delay-cron", req.Cron)
+	add("delay-tz", req.TZ)
+	if len(req.Until) > 0 {
+		until, err := parseTime(req.Until)
+		if err != nil {
+			reasons = append(reasons, `"until": `+err.Error())
+		}
+		add("delay-until", strconv.FormatInt(until.UnixMilli(), 10))
+	}
+	if req.Count != 0 {
+		add("delay-count", strconv.FormatInt(req.Count, 10))
+	}
+	if len(reasons) > 0 {
+		return t, fail(http.StatusBadRequest, "%s", strings.Join(reasons, "; "))
+	}
+	return t, nil
+}
+
+// parseTime reads a time given as an RFC 3339 string or as unix
+// milliseconds.
+func parseTime(raw json.RawMessage) (time.Time, error) {
+	var ms int64
+	if err := json.Unmarshal(raw, &ms); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return time.Time{}, errors.New("want an RFC 3339 string or unix milliseconds")
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not RFC 3339 (2030-01-02T15:04:05Z)", s)
+	}
+	return t, nil
+}
+
+// write runs a Kafka write bounded by WriteTimeout: a write that fails is
+// 503 (the caller retries), a request the client refuses 400.
+func (s *Server) write(ctx context.Context, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	err := fn(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, delayq.ErrInvalid):
+		_, reason, _ := strings.Cut(err.Error(), delayq.ErrInvalid.Error()+": ")
+		return fail(http.StatusBadRequest, "%s", reason)
+	default:
+		return fail(http.StatusServiceUnavailable, "delay-input did not take the request: %v", err)
+	}
+}
+
+// rescheduleRequest is the body of PATCH /v1/tasks/{id}.
+type rescheduleRequest struct {
+	At    json.RawMessage `json:"at"`
+	After string          `json:"after"`
+}
+
+func (s *Server) reschedule(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	id := r.PathValue("id")
+	var req rescheduleRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	var at time.Time
+	switch {
+	case len(req.At) > 0 && req.After != "":
+		return 0, nil, fail(http.StatusBadRequest, `give "at" or "after", not both`)
+	case len(req.At) > 0:
+		t, err := parseTime(req.At)
+		if err != nil {
+			return 0, nil, fail(http.StatusBadRequest, `"at": %v`, err)
+		}
+		at = t
+	case req.After != "":
+		d, err := time.ParseDuration(req.After)
+		if err != nil || d < 0 {
+			return 0, nil, fail(http.StatusBadRequest, `"after" %q: want a duration such as 90s or 2h`, req.After)
+		}
+		at = s.now().Add(d)
+	default:
+		return 0, nil, fail(http.StatusBadRequest, `a reschedule needs "at" or "after"`)
+	}
+	if limit := s.maxDelay(); at.Sub(s.now()) > limit {
+		return 0, nil, fail(http.StatusBadRequest, "new due time %s is more than the max delay %v ahead", at.UTC().Format(time.RFC3339), limit)
+	}
+	if err := s.write(r.Context(), func(ctx context.Context) error { return s.c.Reschedule(ctx, id, at) }); err != nil {
+		return 0, nil, err
+	}
+	a := answer(id, time.UnixMilli(at.UnixMilli()))
+	a.State = "reschedule requested"
+	return http.StatusAccepted, a, nil
+}
+
+func (s *Server) maxDelay() time.Duration {
+	if s.cfg.Decode.MaxDelay > 0 {
+		return s.cfg.Decode.MaxDelay
+	}
+	return payload.DefaultMaxDelay
+}
+
+func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	id := r.PathValue("id")
+	if err := s.write(r.Context(), func(ctx context.Context) error { return s.c.CancelByID(ctx, id) }); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusAccepted, taskAnswer{ID: id, State: "cancel requested"}, nil
+}
+
+func (s *Server) get(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	id := r.PathValue("id")
+	if s.states == nil {
+		return 0, nil, fail(http.StatusNotImplemented, "this delayd has no task store to look ids up in")
+	}
+	if len(id) > payload.MaxNameLen {
+		return 0, nil, fail(http.StatusBadRequest, "id is %d bytes, over the %d-byte limit", len(id), payload.MaxNameLen)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	defer cancel()
+	st, err := s.states.State(ctx, id)
+	if err != nil {
+		return 0, nil, fail(http.StatusServiceUnavailable, "task store did not answer: %v", err)
+	}
+	if st.Phase == payload.PhaseUnknown {
+		return 0, nil, fail(http.StatusNotFound, "unknown id %q (never submitted, or expired after the retention window)", id)
+	}
+	a := answer(id, time.UnixMilli(st.At))
+	a.State = string(st.Phase)
+	return http.StatusOK, a, nil
+}

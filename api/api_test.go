@@ -1,0 +1,327 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"gopkg.in/yaml.v3"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/payload"
+)
+
+// fakeClient builds messages with a real client and records the writes.
+type fakeClient struct {
+	*delayq.Client
+	mu          sync.Mutex
+	sent        []kafka.Message
+	cancels     []string
+	reschedules map[string]time.Time
+	down        error // every write fails with it
+}
+
+func (f *fakeClient) Send(_ context.Context, m kafka.Message) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down != nil {
+		return f.down
+	}
+	f.sent = append(f.sent, m)
+	return nil
+}
+
+func (f *fakeClient) CancelByID(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down != nil {
+		return f.down
+	}
+	f.cancels = append(f.cancels, id)
+	return nil
+}
+
+func (f *fakeClient) Reschedule(ctx context.Context, id string, at time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down != nil {
+		return f.down
+	}
+	if f.reschedules == nil {
+		f.reschedules = map[string]time.Time{}
+	}
+	f.reschedules[id] = at
+	return nil
+}
+
+type fakeStates map[string]payload.TaskState
+
+func (s fakeStates) State(_ context.Context, id string) (payload.TaskState, error) {
+	if id == "broken" {
+		return payload.TaskState{}, errors.New("hbase down")
+	}
+	if st, ok := s[id]; ok {
+		return st, nil
+	}
+	return payload.TaskState{Phase: payload.PhaseUnknown}, nil
+}
+
+func newServer(t *testing.T, cfg Config, states States) (*httptest.Server, *fakeClient) {
+	t.Helper()
+	c, err := delayq.New(delayq.Config{Brokers: []string{"127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	f := &fakeClient{Client: c}
+	cfg.Registerer = prometheus.NewRegistry()
+	s, err := New(cfg, f, states)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return srv, f
+}
+
+func do(t *testing.T, srv *httptest.Server, method, path, body string, hdr ...string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: answer is not JSON: %q", method, path, raw)
+	}
+	return res.StatusCode, out
+}
+
+func header(m kafka.Message, key string) string {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func TestSubmit(t *testing.T) {
+	srv, f := newServer(t, Config{}, nil)
+	at := time.Now().Add(time.Hour / 2).UTC().Truncate(time.Millisecond)
+	code, out := do(t, srv, "POST", "/v1/tasks", `{"topic":"orders","id":"o-1","at":"`+at.Format(time.RFC3339Nano)+
+		`","key":"k","value":"hello","headers":{"trace":"t1"},"every":"1h","count":3}`)
+	if code != http.StatusCreated {
+		t.Fatalf("code %d %v, want 201", code, out)
+	}
+	if out["id"] != "o-1" || int64(out["at_ms"].(float64)) != at.UnixMilli() || out["input"] != "delay-input" {
+		t.Fatalf("answer %v", out)
+	}
+	if len(f.sent) != 1 {
+		t.Fatalf("%d messages written, want 1", len(f.sent))
+	}
+	m := f.sent[0]
+	for k, want := range map[string]string{"delay-topic": "orders", "delay-id": "o-1", "trace": "t1", "delay-every": "1h", "delay-count": "3"} {
+		if got := header(m, k); got != want {
+			t.Errorf("header %s = %q, want %q", k, got, want)
+		}
+	}
+	if string(m.Key) != "k" || string(m.Value) != "hello" {
+		t.Errorf("key %q value %q", m.Key, m.Value)
+	}
+
+	// after, base64 value, no id: a snowflake id; far ahead: the slow topic.
+	code, out = do(t, srv, "POST", "/v1/tasks", `{"topic":"orders","after":"3h","value_base64":"AAEC"}`)
+	if code != http.StatusCreated || out["id"] == "" || out["input"] != "delay-input-slow" {
+		t.Fatalf("code %d %v", code, out)
+	}
+	if got := f.sent[1].Value; !bytes.Equal(got, []byte{0, 1, 2}) {
+		t.Errorf("value %v, want 00 01 02", got)
+	}
+}
+
+// Every malformed request gets 4xx with a reason and writes nothing.
+func TestSubmitRefused(t *testing.T) {
+	srv, f := newServer(t, Config{MaxBody: 4096, Decode: payload.DecodeConfig{MaxDelay: 24 * time.Hour}}, nil)
+	cases := []struct {
+		name, body string
+		code       int
+		reason     string
+	}{
+		{"bad JSON", `{"topic":`, 400, "invalid JSON"},
+		{"unknown field", `{"topic":"orders","valeu":"x"}`, 400, "unknown field"},
+		{"no topic", `{"after":"1s"}`, 400, `"topic" is required`},
+		{"at and after", `{"topic":"orders","at":1,"after":"1s"}`, 400, "not both"},
+		{"bad at", `{"topic":"orders","at":"tomorrow"}`, 400, "RFC 3339"},
+		{"bad after", `{"topic":"orders","after":"soon"}`, 400, "duration"},
+		{"value twice", `{"topic":"orders","value":"a","value_base64":"YQ=="}`, 400, "not both"},
+		{"internal topic", `{"topic":"delay-failed","after":"1s"}`, 400, "delay-failed"},
+		{"control header", `{"topic":"orders","headers":{"delay-at":"1"}}`, 400, "control header"},
+		{"beyond max delay", `{"topic":"orders","after":"48h"}`, 400, "max"},
+		{"too large", `{"topic":"orders","value":"` + strings.Repeat("x", 5000) + `"}`, 413, "limit"},
+	}
+	for _, tc := range cases {
+		code, out := do(t, srv, "POST", "/v1/tasks", tc.body)
+		reason, _ := out["error"].(string)
+		if code != tc.code || !strings.Contains(reason, tc.reason) {
+			t.Errorf("%s: %d %q, want %d with %q", tc.name, code, reason, tc.code, tc.reason)
+		}
+	}
+	code, out := do(t, srv, "POST", "/v1/tasks", `{"topic":"orders"}`, "Content-Type", "text/plain")
+	if code != http.StatusUnsupportedMediaType {
+		t.Errorf("text/plain: %d %v, want 415", code, out)
+	}
+	if len(f.sent) != 0 {
+		t.Fatalf("%d refused requests were written", len(f.sent))
+	}
+}
+
+func TestCancelRescheduleGet(t *testing.T) {
+	due := time.Now().Add(time.Hour).UnixMilli()
+	srv, f := newServer(t, Config{}, fakeStates{
+		"p": {Phase: payload.PhasePending, At: due},
+		"c": {Phase: payload.PhaseCancelled, At: due},
+	})
+	if code, out := do(t, srv, "DELETE", "/v1/tasks/a-1", ""); code != http.StatusAccepted || out["id"] != "a-1" {
+		t.Fatalf("DELETE: %d %v", code, out)
+	}
+	if !slices.Equal(f.cancels, []string{"a-1"}) {
+		t.Fatalf("cancels %v", f.cancels)
+	}
+	code, out := do(t, srv, "PATCH", "/v1/tasks/a-2", `{"after":"10m"}`)
+	if code != http.StatusAccepted || f.reschedules["a-2"].IsZero() {
+		t.Fatalf("PATCH: %d %v %v", code, out, f.reschedules)
+	}
+	if got := time.Until(f.reschedules["a-2"]); got < 9*time.Minute || got > 11*time.Minute {
+		t.Errorf("rescheduled %v ahead, want about 10m", got)
+	}
+	for body, reason := range map[string]string{`{}`: `needs "at" or "after"`, `{"at":1,"after":"1s"}`: "not both", `{"at":"x"}`: "RFC 3339"} {
+		if code, out := do(t, srv, "PATCH", "/v1/tasks/a-3", body); code != 400 || !strings.Contains(out["error"].(string), reason) {
+			t.Errorf("PATCH %s: %d %v, want 400 %q", body, code, out, reason)
+		}
+	}
+	if code, out := do(t, srv, "GET", "/v1/tasks/p", ""); code != 200 || out["state"] != "pending" || int64(out["at_ms"].(float64)) != due {
+		t.Errorf("GET pending: %d %v", code, out)
+	}
+	if code, out := do(t, srv, "GET", "/v1/tasks/c", ""); code != 200 || out["state"] != "cancelled" {
+		t.Errorf("GET cancelled: %d %v", code, out)
+	}
+	if code, out := do(t, srv, "GET", "/v1/tasks/nobody", ""); code != 404 {
+		t.Errorf("GET unknown: %d %v, want 404", code, out)
+	}
+	if code, out := do(t, srv, "GET", "/v1/tasks/broken", ""); code != 503 {
+		t.Errorf("GET with the store down: %d %v, want 503", code, out)
+	}
+	if code, out := do(t, srv, "PUT", "/v1/tasks/p", `{}`); code != 405 && code != 404 {
+		t.Errorf("PUT: %d %v, want 405", code, out)
+	}
+}
+
+func TestKafkaDownIs503(t *testing.T) {
+	srv, f := newServer(t, Config{WriteTimeout: time.Second}, nil)
+	f.down = errors.New("dial tcp: connection refused")
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/tasks", strings.NewReader(`{"topic":"orders"}`))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("%d Retry-After %q, want 503 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+}
+
+func TestToken(t *testing.T) {
+	const token = "0123456789abcdef-token"
+	srv, f := newServer(t, Config{Token: token}, nil)
+	for _, auth := range []string{"", "Bearer wrong-token-0000000000", "Basic " + token} {
+		if code, _ := do(t, srv, "POST", "/v1/tasks", `{"topic":"orders"}`, "Authorization", auth); code != 401 {
+			t.Errorf("Authorization %q: %d, want 401", auth, code)
+		}
+	}
+	if code, _ := do(t, srv, "DELETE", "/v1/tasks/x", "", "Authorization", "Bearer nope"); code != 401 {
+		t.Errorf("DELETE with a wrong token: %d, want 401", code)
+	}
+	if code, out := do(t, srv, "POST", "/v1/tasks", `{"topic":"orders"}`, "Authorization", "Bearer "+token); code != 201 {
+		t.Fatalf("right token: %d %v", code, out)
+	}
+	if len(f.sent) != 1 || len(f.cancels) != 0 {
+		t.Fatalf("sent %d, cancels %v: only the authorized request may be written", len(f.sent), f.cancels)
+	}
+	res, err := http.Get(srv.URL + "/v1/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("openapi.yaml without a token: %d, want 200", res.StatusCode)
+	}
+	if _, err := New(Config{Token: "short"}, f, nil); !errors.Is(err, ErrConfig) {
+		t.Fatalf("a 5-byte token: %v, want ErrConfig", err)
+	}
+}
+
+// The OpenAPI document lists exactly the routes the handler serves.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	var doc struct {
+		OpenAPI string                          `yaml:"openapi"`
+		Paths   map[string]map[string]yaml.Node `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatalf("openapi.yaml: %v", err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Fatalf("openapi %q, want 3.x", doc.OpenAPI)
+	}
+	var documented []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			if method != "parameters" {
+				documented = append(documented, strings.ToUpper(method)+" "+path)
+			}
+		}
+	}
+	slices.Sort(documented)
+	served := []string{"DELETE /v1/tasks/{id}", "GET /v1/openapi.yaml", "GET /v1/tasks/{id}", "PATCH /v1/tasks/{id}", "POST /v1/tasks"}
+	if !slices.Equal(documented, served) {
+		t.Fatalf("documented %v, served %v", documented, served)
+	}
+	srv, _ := newServer(t, Config{}, fakeStates{})
+	for _, route := range served {
+		method, path, _ := strings.Cut(route, " ")
+		path = strings.ReplaceAll(path, "{id}", "some-id")
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(`{}`))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if strings.Contains(string(raw), "no route") || res.StatusCode == 405 {
+			t.Errorf("%s: the handler does not serve it (%d %s)", route, res.StatusCode, raw)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/delayq/delayq/payload"
+)
+
+// Defaults of Config.
+const (
+	DefaultAddr         = "127.0.0.1:8080"
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultMaxBody leaves room for a payload of payload.DefaultMaxPayload
+	// in base64 and JSON around it.
+	DefaultMaxBody = 2*payload.DefaultMaxPayload + 64<<10
+	// MinTokenLen is the shortest bearer token accepted.
+	MinTokenLen = 16
+)
+
+// ErrConfig is wrapped by the errors of Config.Validate.
+var ErrConfig = errors.New("api: invalid config")
+
+// Config configures a Server. The zero value means the defaults.
+type Config struct {
+	// Addr is the listen address. Default 127.0.0.1:8080.
+	Addr string
+	// Token, when set, must come with every /v1/tasks request as
+	// "Authorization: Bearer <Token>"; at least MinTokenLen bytes.
+	Token string
+	// MaxBody bounds a request body in bytes. Default DefaultMaxBody.
+	MaxBody int64
+	// WriteTimeout bounds the write of one request to Kafka. Default 10s.
+	WriteTimeout time.Duration
+	// Decode is delayd's input validation (ingest's): what it refuses, the
+	// API refuses with the same reason.
+	Decode payload.DecodeConfig
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registerer for the API metrics; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports every problem of c at once.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
+	}
+	if c.Token != "" && len(c.Token) < MinTokenLen {
+		bad("token: %d bytes, want at least %d (DELAYQ_API_TOKEN)", len(c.Token), MinTokenLen)
+	}
+	if c.MaxBody < 0 {
+		bad("max body %d is negative", c.MaxBody)
+	}
+	if c.WriteTimeout < 0 {
+		bad("write timeout %v is negative", c.WriteTimeout)
+	}
+	if err := c.Decode.Validate(); err != nil {
+		bad("decode: %w", err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,23 @@
+// Package api is delayd's HTTP API role (`--roles api`, listening on
+// `--api`, default 127.0.0.1:8080) for services that do not speak Kafka.
+// It turns each request into the delay-input message the Go client would
+// write (package delayq), checks it with delayd's own validation
+// (payload.Decode, so a refused request carries the reason delay-failed
+// would give), writes it with acks from all in-sync replicas and answers
+// only once Kafka has it. The pipeline then treats it as any other input.
+//
+//	POST   /v1/tasks       submit: 201 {"id", "at", "at_ms", "input"}
+//	GET    /v1/tasks/{id}  state: 200 {"id", "state", "at", "at_ms"}; 404 unknown
+//	PATCH  /v1/tasks/{id}  reschedule to {"at"} or {"after"}: 202
+//	DELETE /v1/tasks/{id}  cancel by id: 202
+//	GET    /v1/openapi.yaml  the OpenAPI 3 document (openapi.yaml)
+//
+// Errors are JSON {"error": reason}. Bodies are limited to MaxBody bytes
+// (413 beyond). With a Token (DELAYQ_API_TOKEN) every /v1/tasks request
+// needs `Authorization: Bearer <token>` (401 otherwise). A Kafka that does
+// not take the message within WriteTimeout answers 503 with Retry-After:
+// the caller retries; a task written twice with the same id and due time
+// is one task.
+//
+// Metrics: delayq_api_requests_total{op,code}, delayq_api_request_seconds{op}.
+package api

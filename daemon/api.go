@@ -1,0 +1,53 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/api"
+	"github.com/delayq/delayq/payload"
+)
+
+// newAPI returns the HTTP API role over store (its task states, when it
+// keeps id rows) and a Go client of its own on the brokers, and the
+// client's Close.
+func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.Context) error, func() error, error) {
+	// Ids the API makes must not collide with another instance's: a random
+	// snowflake node per process.
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, nil, fmt.Errorf("api: node id: %w", err)
+	}
+	c, err := delayq.New(delayq.Config{
+		Brokers: d.cfg.Brokers,
+		Node:    int64(binary.BigEndian.Uint16(b[:]) % (delayq.MaxNode + 1)),
+		Logger:  d.opts.Logger,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("api: client: %w", err)
+	}
+	var states api.States
+	if sr, ok := store.(payload.StateReader); ok {
+		states = storeStates{sr}
+	}
+	srv, err := api.New(api.Config{
+		Addr: d.cfg.API, Token: d.cfg.APIToken, Decode: decode,
+		Logger: d.opts.Logger, Registerer: d.reg,
+	}, c, states)
+	if err != nil {
+		_ = c.Close()
+		return nil, nil, err
+	}
+	return srv.Run, c.Close, nil
+}
+
+// storeStates looks task states up in the payload store.
+type storeStates struct{ s payload.StateReader }
+
+func (s storeStates) State(ctx context.Context, id string) (payload.TaskState, error) {
+	return payload.State(ctx, s.s, id, time.Now())
+}
