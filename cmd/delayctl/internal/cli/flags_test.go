@@ -192,7 +192,7 @@ func TestErrorLines(t *testing.T) {
 		{name: "cancel without id", args: []string{"cancel", "--at", "now"}, code: 2, want: []string{"delayctl cancel:", "--id is required"}},
 		{name: "reschedule without time", args: []string{"reschedule", "--id", "x"}, code: 2, want: []string{"delayctl reschedule:", "--at or --after is required"}},
 		{name: "reschedule both times", args: []string{"reschedule", "--id", "x", "--at", "now", "--after", "1s"}, code: 2, want: []string{"not both"}},
-		{name: "inspect without flags", args: []string{"inspect"}, code: 2, want: []string{"--id, --at are required"}},
+		{name: "inspect without flags", args: []string{"inspect"}, code: 2, want: []string{"--id is required"}},
 		{name: "inspect extra argument", args: []string{"inspect", "x"}, code: 2, want: []string{`unexpected argument "x"`}},
 		{name: "backfill reversed", args: []string{"backfill", "--from", "now", "--to", "-1h"}, code: 2,
 			want: []string{"--to", "is not after --from"}},

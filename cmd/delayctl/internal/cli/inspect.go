@@ -29,6 +29,7 @@ type inspection struct {
 	Payload   int      `json:"payload_bytes"`
 	Cancelled bool     `json:"cancelled"`
 	Pending   bool     `json:"pending"`
+	State     string   `json:"state,omitempty"` // without --at: from the id row
 	Zset      string   `json:"zset"`
 }
 
@@ -44,16 +45,20 @@ func newInspect(sys *IO, g *globals) *cobra.Command {
 	)
 	at := &timeValue{now: sys.Now}
 	cmd := &cobra.Command{
-		Use:   "inspect --id ID --at TIME",
+		Use:   "inspect --id ID [--at TIME]",
 		Short: "Show a stored task and whether it is still pending",
 		Long: `inspect reads the task's row from HBase (topic, key, headers, payload size,
 cancelled or not) and asks Redis whether the task is still pending, that is
-not yet delivered. It exits with 1 when there is no row.`,
-		Example: `  delayctl inspect --id reminder-42 --at 2030-01-02T15:04:05Z
+not yet delivered. Without --at it looks the task's current due time up in
+its id row (tasks submitted since ids are tracked: cancel by id and
+reschedule) and reports its state: pending, cancelled or
+delivered-or-expired. It exits with 1 when there is no row.`,
+		Example: `  delayctl inspect --id reminder-42
+  delayctl inspect --id reminder-42 --at 2030-01-02T15:04:05Z
   delayctl inspect --id 1871234567890123456 --at 1893596645000 --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := require(cmd, "id", "at"); err != nil {
+			if err := require(cmd, "id"); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -69,6 +74,17 @@ not yet delivered. It exits with 1 when there is no row.`,
 			defer store.Close()
 
 			ref := payload.Ref{ID: payload.TaskID(id), ExecAt: at.ms()}
+			var state string
+			if !cmd.Flags().Changed("at") {
+				st, err := payload.State(ctx, store, id, sys.Now())
+				if err != nil {
+					return g.hbaseError(err)
+				}
+				if st.Phase == payload.PhaseUnknown {
+					return fmt.Errorf("no task with id %q in table %s (give --at for a task stored before ids were tracked)", id, g.table)
+				}
+				ref.ExecAt, state = st.At, string(st.Phase)
+			}
 			rows, err := store.Get(ctx, []payload.Ref{ref})
 			if err != nil {
 				return g.hbaseError(err)
@@ -82,7 +98,7 @@ not yet delivered. It exits with 1 when there is no row.`,
 				ID: id, ID64: strconv.FormatUint(ref.ID, 10), ExecAt: ref.ExecAt,
 				Due: payload.FormatTime(ref.ExecAt), Table: g.table,
 				RowKey:  hex.EncodeToString(payload.RowKey(g.salts, ref)),
-				Pending: pending, Zset: ix.Key(e),
+				Pending: pending, Zset: ix.Key(e), State: state,
 			}
 			if t := rows[0]; t != nil {
 				in.Stored, in.Topic, in.Cancelled, in.Payload = true, t.Topic, t.Cancel, len(t.Value)
@@ -110,7 +126,7 @@ not yet delivered. It exits with 1 when there is no row.`,
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
-	cmd.Flags().Var(at, "at", "the task's due time (required): "+timeHelp)
+	cmd.Flags().Var(at, "at", "the task's due time (default: its current one, from its id row): "+timeHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -119,6 +135,9 @@ func (in inspection) print(w io.Writer) {
 	line := func(k, format string, args ...any) { fmt.Fprintf(w, "%-10s %s\n", k, fmt.Sprintf(format, args...)) }
 	line("id", "%s (internal id %s)", in.ID, in.ID64)
 	line("due", "%s", formatTime(in.ExecAt))
+	if in.State != "" {
+		line("state", "%s", in.State)
+	}
 	line("row", "%s in table %s", in.RowKey, in.Table)
 	if !in.Stored {
 		line("stored", "no")

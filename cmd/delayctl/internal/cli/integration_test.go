@@ -265,6 +265,16 @@ func TestTaskCommands(t *testing.T) {
 		t.Errorf("inspect --json: %+v", in)
 	}
 
+	// Without --at: the due time and state come from the id row.
+	stdout = s.ok("", "inspect", "--json", "--id", fromArg.id)
+	in = inspection{}
+	if err := json.Unmarshal([]byte(stdout), &in); err != nil {
+		t.Fatalf("inspect --json without --at: %v\n%s", err, stdout)
+	}
+	if in.State != "pending" || in.ExecAt != fromArg.at || !in.Stored {
+		t.Errorf("inspect without --at: %+v, want pending, stored, due %d", in, fromArg.at)
+	}
+
 	out = s.ok("", append([]string{"cancel", "--id", fromFile.id, "--at", at.Format(time.RFC3339Nano)}, topics...)...)
 	if !strings.Contains(out, "cancel sent for id "+fromFile.id) {
 		t.Errorf("cancel output: %s", out)
