@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,31 +16,7 @@ import (
 // kafka-go exactly as TestPipeline drives the real stack: 1,000 tasks in the
 // three time formats, cancels and malformed messages. It needs no service.
 func TestEmbedded(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan [2]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Embedded(ctx, daemon.Config{
-			Brokers: []string{"127.0.0.1:0"}, Redis: "127.0.0.1:0", HTTP: "127.0.0.1:0",
-			Tick: time.Second, Partitions: 4,
-		}, daemon.Options{}, func(brokers, redis string) { addrs <- [2]string{brokers, redis} })
-	}()
-	var a [2]string
-	select {
-	case a = <-addrs:
-	case err := <-done:
-		t.Fatalf("embedded delayd exited: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("embedded delayd did not start in 30s")
-	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("embedded delayd: %v", err)
-		}
-	}()
-
-	e := &e2etest.Env{T: t, Stack: e2etest.Stack{Brokers: []string{a[0]}}, Run: fmt.Sprintf("emb%d", time.Now().UnixNano())}
+	e := embeddedEnv(t)
 	topic := e.Topic("orders")
 	out, failed := e.Collect(topic), e.Collect(topics.Failed)
 	e2etest.WaitFor(t, 30*time.Second, "delay-input to exist", func() bool {
@@ -49,7 +24,7 @@ func TestEmbedded(t *testing.T) {
 	})
 
 	w := e.NewWorkload(topic, 1000, 50, 8*time.Second, time.Now())
-	e.Submit(ctx, w)
+	e.Submit(t.Context(), w)
 
 	r := awaitDelivery(w.Ledger, out, 60*time.Second)
 	t.Logf("TestEmbedded: %v", r)

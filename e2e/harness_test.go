@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/e2e/e2etest"
 )
 
@@ -12,6 +15,39 @@ import (
 func newEnv(t *testing.T) *e2etest.Env {
 	t.Helper()
 	return e2etest.NewEnv(t, e2etest.Shared(t), "e2e")
+}
+
+// embeddedEnv runs `delayd --embedded` in-process on free ports (kfake as
+// Kafka, miniredis as Redis, the in-memory store; 4 partitions, 1 s tick)
+// until the test ends, and returns an Env on its Kafka.
+func embeddedEnv(t *testing.T) *e2etest.Env {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Embedded(ctx, daemon.Config{
+			Brokers: []string{"127.0.0.1:0"}, Redis: "127.0.0.1:0", HTTP: "127.0.0.1:0",
+			Tick: time.Second, Partitions: 4,
+		}, daemon.Options{}, func(brokers, redis string) { addrs <- [2]string{brokers, redis} })
+	}()
+	var a [2]string
+	select {
+	case a = <-addrs:
+	case err := <-done:
+		cancel()
+		t.Fatalf("embedded delayd exited: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("embedded delayd did not start in 30s")
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("embedded delayd: %v", err)
+		}
+	})
+	return &e2etest.Env{T: t, Stack: e2etest.Stack{Brokers: []string{a[0]}}, Run: fmt.Sprintf("emb%d", time.Now().UnixNano())}
 }
 
 // awaitDelivery waits until every due task of l arrived (or timeout), then

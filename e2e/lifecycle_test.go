@@ -11,7 +11,6 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
@@ -35,30 +34,7 @@ func TestLifecycle(t *testing.T) {
 // `delayd --embedded` (the in-memory store and miniredis keep id rows and
 // op flags too).
 func TestEmbeddedLifecycle(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan [2]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Embedded(ctx, daemon.Config{
-			Brokers: []string{"127.0.0.1:0"}, Redis: "127.0.0.1:0", HTTP: "127.0.0.1:0",
-			Tick: time.Second, Partitions: 4,
-		}, daemon.Options{}, func(brokers, redis string) { addrs <- [2]string{brokers, redis} })
-	}()
-	var a [2]string
-	select {
-	case a = <-addrs:
-	case err := <-done:
-		t.Fatalf("embedded delayd exited: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("embedded delayd did not start in 30s")
-	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("embedded delayd: %v", err)
-		}
-	}()
-	e := &e2etest.Env{T: t, Stack: e2etest.Stack{Brokers: []string{a[0]}}, Run: fmt.Sprintf("emb%d", time.Now().UnixNano())}
+	e := embeddedEnv(t)
 	runLifecycle(t, e, 2000)
 }
 
