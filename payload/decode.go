@@ -92,17 +92,36 @@ func violation(format string, args ...any) error {
 // header at most once; key + value + headers at most MaxPayload bytes.
 // Without delay-id the name is DerivedName(m.Topic, m.Partition, m.Offset).
 // Control headers (and a stale delay-error) are not passed through.
+//
+// Recurrence: delay-every (Go duration or seconds, >= MinEvery and at most
+// MaxDelay) or delay-cron (five fields or a descriptor such as @daily; no
+// TZ= prefix, no @every), not both; delay-tz (an IANA name, with
+// delay-cron only; default UTC); delay-until (RFC 3339 or unix ms, not
+// before the first occurrence); delay-count (>= 1); delay-occurrence
+// (>= 1, at most delay-count; default 1, for a series resumed from a
+// delivered or failed message). Each at most once, none on a cancel, and
+// the checked ones are kept in Task.Headers, delay-occurrence last (see
+// Series). The first occurrence is due at delay-at/delay-after; a cron gap
+// over MaxDelay among the first 1,000 occurrences is refused.
 func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	cfg.setDefaults()
 
 	var (
 		ctl  [numControl]*kafka.Header
+		rec  [numRecur]*kafka.Header
 		pass []kafka.Header
 		size = len(m.Key) + len(m.Value)
 	)
 	for i := range m.Headers {
 		h := &m.Headers[i]
 		size += len(h.Key) + len(h.Value)
+		if r := recurIndex(h.Key); r >= 0 {
+			if rec[r] != nil {
+				return Task{}, violation("%s: header given more than once", h.Key)
+			}
+			rec[r] = h
+			continue
+		}
 		c := controlIndex(h.Key)
 		if c < 0 {
 			pass = append(pass, *h)
@@ -179,6 +198,20 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 		}
 		return Task{}, violation("%s: due %s, more than the maximum delay %v ahead",
 			when, FormatTime(t.ExecAt), cfg.MaxDelay)
+	}
+
+	if t.Cancel {
+		for _, h := range rec {
+			if h != nil {
+				return Task{}, violation("%s: not with %s %s (a cancel stops the series of its occurrence)", h.Key, HeaderOp, OpCancel)
+			}
+		}
+	} else {
+		hs, err := decodeRecurrence(rec, t.ExecAt, cfg.MaxDelay)
+		if err != nil {
+			return Task{}, err
+		}
+		pass = append(pass, hs...)
 	}
 
 	if h := ctl[ctlID]; h != nil {
