@@ -207,7 +207,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		}
 		sc, err := scanner.New(scanner.Config{
 			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
-			Hold: hold, Logger: d.opts.Logger, Registerer: d.reg,
+			MaxDelay: cfg.MaxDelay, Hold: hold, Logger: d.opts.Logger, Registerer: d.reg,
 		}, ix, store, w)
 		if err != nil {
 			return err

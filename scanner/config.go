@@ -11,6 +11,7 @@ import (
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/payload"
 )
 
 // Defaults of Config.
@@ -104,6 +105,11 @@ type Config struct {
 	// would look like an unknown topic. Default: producer.New on Brokers
 	// with a batch size of 1, built by Run and closed when Run returns.
 	SingleWriter Writer
+	// MaxDelay bounds the gap between two occurrences of a recurring task
+	// (delayd's --max-delay): a next occurrence further than that after
+	// the current one ends the series with an ERROR line. Default
+	// payload.DefaultMaxDelay (720h).
+	MaxDelay time.Duration
 	// Logger receives the logs; nil discards them.
 	Logger *slog.Logger
 	// Registerer registers the metrics; nil does not register them.
@@ -113,6 +119,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.GroupID == "" {
 		c.GroupID = DefaultGroupID
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = payload.DefaultMaxDelay
 	}
 	if c.Topic == "" {
 		c.Topic = topics.Scan
@@ -163,6 +172,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CommitInterval < 0 {
 		bad("negative commit interval %s", c.CommitInterval)
+	}
+	if c.MaxDelay < 0 {
+		bad("negative max delay %s", c.MaxDelay)
 	}
 	if c.DrainTimeout < 0 || c.DrainTimeout > MaxDrainTimeout {
 		bad("drain timeout %s not in [0, %s]", c.DrainTimeout, MaxDrainTimeout)

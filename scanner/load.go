@@ -35,7 +35,9 @@ func (e entry) settle() {
 // load reads the tasks of es from the store in one Get, retried while ctx
 // lives, and returns the deliveries: the message of every task to deliver,
 // or its failed-topic form when it names no business topic or an internal
-// one. Cancelled and missing entries are settled at once. It returns an
+// one. Cancelled and missing entries are settled at once. The next
+// occurrences of recurring tasks are stored and indexed before it returns
+// (recur.go). It returns an
 // error only when ctx ended first.
 func (w *worker) load(ctx context.Context, es []entry) ([]*delivery, error) {
 	refs := make([]payload.Ref, len(es))
@@ -82,6 +84,9 @@ func (w *worker) load(ctx context.Context, es []entry) ([]*delivery, error) {
 		}
 	}
 	w.s.m.cancelled.Add(float64(cancelled))
+	if err := w.recur(ctx, ds); err != nil {
+		return nil, err
+	}
 	return ds, nil
 }
 

@@ -62,6 +62,7 @@ type Scanner struct {
 	policy retry.Policy
 	// missingLog limits the WARN lines about missing rows.
 	missingLog *limiter
+	recurM     *recurMetrics
 
 	running atomic.Bool
 }
@@ -77,6 +78,10 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 		return nil, err
 	}
 	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := newRecurMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +101,7 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 		stage:      stage,
 		policy:     retry.Policy{Backoff: cfg.Backoff},
 		missingLog: newLimiter(missingLogRate),
+		recurM:     rm,
 	}, nil
 }
 

@@ -1,0 +1,175 @@
+package scanner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/delayq/delayq/internal/metric"
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/zset"
+)
+
+// Recurring tasks (payload.Series): a delivered occurrence plans the next.
+//
+// The next occurrence is the same task (id, name, topic, key, value,
+// headers) due at the next time of its series, with delay-occurrence one
+// higher. The scanner stores its row (Putter) and indexes it (Adder), and,
+// when the store keeps id rows (IDTracker), records it as the name's
+// current due time, all before the current occurrence is produced, so
+// before its entry is removed: a crash anywhere leaves the current entry
+// in the index (delivered again: at least once) and the next one stored
+// or about to be stored again. Planning is a pure function of the current
+// occurrence (payload.NextOccurrence), and the same id + exec_at stored
+// and indexed twice is one task, so a replayed scan never forks a series.
+//
+// A cancel stops the series: a cancel by id and due time marks the row of
+// the pending occurrence, which the scanner then drops without planning
+// another; a cancel by id alone, through IDTracker, marks every occurrence
+// the scanner plans after it.
+
+// Putter is the part of the payload store that stores next occurrences
+// (payload.Store.Put).
+type Putter interface {
+	Put(ctx context.Context, tasks []payload.Task) error
+}
+
+// Adder is the part of the index that indexes next occurrences
+// (zset.Index.Add).
+type Adder interface {
+	Add(ctx context.Context, now time.Time, entries []zset.Entry) error
+}
+
+// IDTracker is the optional part of the store that keeps the id → due-time
+// record of cancel by id alone. Track records each task's ExecAt as the
+// current due time of its name and reports, aligned with tasks, whether
+// the name was cancelled by id; it writes before it reads, as ingest's
+// cancel by id writes its cancel before it reads the due time, so one of
+// the two always sees the other. The scanner then stores the cancel marker
+// on the occurrence. Track is idempotent.
+type IDTracker interface {
+	Track(ctx context.Context, tasks []payload.Task) (cancelled []bool, err error)
+}
+
+// errNoRecurrence: the store or the index cannot take next occurrences.
+var errNoRecurrence = errors.New("scanner: recurring task, but the store has no Put or the index no Add")
+
+type recurMetrics struct {
+	planned prometheus.Counter
+	ended   *prometheus.CounterVec
+}
+
+// Values of the reason label of delayq_recurring_ended_total.
+const (
+	endDone    = "done"    // count or until reached, or no further cron time
+	endInvalid = "invalid" // the stored recurrence cannot be planned (unknown zone, gap over MaxDelay)
+)
+
+func newRecurMetrics(reg prometheus.Registerer) (*recurMetrics, error) {
+	var errs []error
+	m := &recurMetrics{
+		planned: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "delayq_recurring_planned_total",
+			Help: "Next occurrences of recurring tasks stored and indexed by the scanner.",
+		})),
+		ended: metric.Register(reg, &errs, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "delayq_recurring_ended_total",
+			Help: "Recurring series that ended with a delivered occurrence, by reason (done, invalid).",
+		}, []string{"reason"})),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("scanner: metrics: %w", err)
+	}
+	return m, nil
+}
+
+// recur plans the next occurrence of every recurring task in ds that goes
+// to its business topic, and stores, indexes and tracks them, retried
+// while ctx lives. It returns an error only when ctx ended first; the
+// caller then delivers nothing of ds, whose entries stay in the index.
+func (w *worker) recur(ctx context.Context, ds []*delivery) error {
+	var next []payload.Task
+	for _, d := range ds {
+		if d.failed {
+			continue // refused for good: the series ends on delay-failed
+		}
+		n, ok, err := payload.NextOccurrence(*d.task, w.s.cfg.MaxDelay)
+		switch {
+		case err != nil:
+			w.s.recurM.ended.WithLabelValues(endInvalid).Inc()
+			w.s.log.Error("recurring task ends: next occurrence not planned", "id", d.task.Name,
+				"exec_at", d.task.ExecAt, "err", err)
+		case ok:
+			next = append(next, n)
+		default:
+			if _, _, recurs, _ := payload.Series(*d.task); recurs {
+				w.s.recurM.ended.WithLabelValues(endDone).Inc()
+			}
+		}
+	}
+	if len(next) == 0 {
+		return nil
+	}
+	put, okP := w.s.store.(Putter)
+	add, okA := w.s.ix.(Adder)
+	if !okP || !okA {
+		w.s.recurM.ended.WithLabelValues(endInvalid).Add(float64(len(next)))
+		w.s.log.Error("recurring tasks end: next occurrences not planned", "tasks", len(next), "err", errNoRecurrence)
+		return nil
+	}
+	err := w.s.stage.Do(ctx, "put_next", w.s.policy, func(ctx context.Context) error {
+		return put.Put(ctx, next)
+	})
+	if err != nil {
+		return fmt.Errorf("scanner: store %d next occurrences: %w", len(next), err)
+	}
+	entries := make([]zset.Entry, len(next))
+	for i, t := range next {
+		entries[i] = zset.Entry{ID: t.ID, ExecAt: t.ExecAt}
+	}
+	err = w.s.stage.Do(ctx, "add_next", w.s.policy, func(ctx context.Context) error {
+		err := add.Add(ctx, time.Now(), entries)
+		if errors.Is(err, zset.ErrBadEntry) {
+			// An entry Add refuses can never be indexed (payload.Decode
+			// admits none such): log it, index the others (Add did).
+			w.s.log.Error("next occurrence refused by the index", "err", err)
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("scanner: index %d next occurrences: %w", len(next), err)
+	}
+	if tr, ok := w.s.store.(IDTracker); ok {
+		var cancelled []bool
+		err = w.s.stage.Do(ctx, "track_next", w.s.policy, func(ctx context.Context) (err error) {
+			cancelled, err = tr.Track(ctx, next)
+			if err == nil && len(cancelled) != len(next) {
+				err = fmt.Errorf("%w: %d answers to Track of %d tasks", ErrStore, len(cancelled), len(next))
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("scanner: track %d next occurrences: %w", len(next), err)
+		}
+		var markers []payload.Task
+		for i, c := range cancelled {
+			if c {
+				markers = append(markers, payload.Task{ID: next[i].ID, Name: next[i].Name, ExecAt: next[i].ExecAt, Cancel: true})
+			}
+		}
+		if len(markers) > 0 {
+			err = w.s.stage.Do(ctx, "cancel_next", w.s.policy, func(ctx context.Context) error {
+				return put.Put(ctx, markers)
+			})
+			if err != nil {
+				return fmt.Errorf("scanner: cancel %d next occurrences: %w", len(markers), err)
+			}
+		}
+	}
+	w.s.recurM.planned.Add(float64(len(next)))
+	return nil
+}
