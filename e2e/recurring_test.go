@@ -15,8 +15,9 @@ import (
 // TestRecurring: a task every 2 s with delay-count 10 is delivered ten
 // times, occurrences 1..10 at their own times, across a SIGTERM restart
 // (no duplicate allowed) and a kill -9 of delayd (duplicates allowed,
-// counted and logged); beside it a series cancelled by id and due time of
-// its third occurrence stops after the second.
+// counted and logged). Beside it a series cancelled by id and due time of
+// its third occurrence stops after the second, and one (every 5 s)
+// cancelled by id alone after its first occurrence stops there.
 func TestRecurring(t *testing.T) {
 	e := newEnv(t)
 	topic := e.Topic("recur")
@@ -29,7 +30,7 @@ func TestRecurring(t *testing.T) {
 	)
 	ctx := context.Background()
 	first := time.Now().Add(3 * time.Second).Truncate(time.Second)
-	series := func(name string, extra ...kafka.Header) kafka.Message {
+	series := func(name string, every time.Duration, extra ...kafka.Header) kafka.Message {
 		return kafka.Message{
 			Key: []byte(name), Value: []byte("tick"),
 			Headers: append([]kafka.Header{
@@ -41,8 +42,9 @@ func TestRecurring(t *testing.T) {
 		}
 	}
 	e.Produce(ctx, []kafka.Message{
-		series("r", kafka.Header{Key: payload.HeaderCount, Value: []byte(strconv.Itoa(count))}),
-		series("c"),
+		series("r", every, kafka.Header{Key: payload.HeaderCount, Value: []byte(strconv.Itoa(count))}),
+		series("c", every),
+		series("b", 5*time.Second), // cancelled by id alone once its first occurrence is out
 	})
 	// The third occurrence of "c" is cancelled by id and its due time.
 	e.Produce(ctx, []kafka.Message{{Headers: []kafka.Header{
@@ -69,6 +71,11 @@ func TestRecurring(t *testing.T) {
 		return n
 	}
 
+	e2etest.WaitFor(t, 30*time.Second, "occurrence 1 of the series cancelled by id", func() bool { return occ("b")[1] > 0 })
+	e.Produce(ctx, []kafka.Message{{Headers: []kafka.Header{
+		{Key: payload.HeaderOp, Value: []byte(payload.OpCancel)},
+		{Key: payload.HeaderID, Value: []byte(e.Seq("b"))},
+	}}})
 	e2etest.WaitFor(t, 30*time.Second, "occurrence 3", func() bool { return occ("r")[3] > 0 })
 	d.Stop(t)
 	t.Logf("SIGTERM after occurrences %v", occ("r"))
@@ -117,5 +124,8 @@ func TestRecurring(t *testing.T) {
 	cancelled := occ("c")
 	if cancelled[1] == 0 || cancelled[2] == 0 || len(cancelled) != 2 {
 		t.Errorf("series cancelled at its third occurrence delivered %v, want occurrences 1 and 2", cancelled)
+	}
+	if byID := occ("b"); len(byID) != 1 || byID[1] != 1 {
+		t.Errorf("series cancelled by id after its first occurrence delivered %v, want occurrence 1 once", byID)
 	}
 }

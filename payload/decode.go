@@ -200,10 +200,10 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 			when, FormatTime(t.ExecAt), cfg.MaxDelay)
 	}
 
-	if t.Cancel {
+	if t.Cancel || t.Control != ControlNone {
 		for _, h := range rec {
 			if h != nil {
-				return Task{}, violation("%s: not with %s %s (a cancel stops the series of its occurrence)", h.Key, HeaderOp, OpCancel)
+				return Task{}, violation("%s: not with %s %s (an op acts on the series' pending occurrence)", h.Key, HeaderOp, opName(t))
 			}
 		}
 	} else {

@@ -279,6 +279,19 @@ func TestDecodeRecurrenceRefused(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+	t.Run("cancel by id with a recurrence", func(t *testing.T) {
+		_, err := payload.Decode(input("delay-op", "cancel", "delay-id", "r", "delay-count", "2"), now, payload.DecodeConfig{})
+		if err == nil || !strings.Contains(err.Error(), "delay-count: not with delay-op cancel") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("reschedule with a recurrence", func(t *testing.T) {
+		_, err := payload.Decode(input("delay-op", "reschedule", "delay-id", "r", "delay-at", "2026-03-01T12:00:00Z",
+			"delay-cron", "@daily"), now, payload.DecodeConfig{})
+		if err == nil || !strings.Contains(err.Error(), "delay-cron: not with delay-op reschedule") {
+			t.Fatalf("got %v", err)
+		}
+	})
 	t.Run("cron that never comes again ends after the first", func(t *testing.T) {
 		got := series(t, "2026-03-01T12:00:00Z", 5, "delay-cron", "0 0 30 2 *")
 		if len(got) != 1 {

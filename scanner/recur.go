@@ -18,8 +18,8 @@ import (
 // The next occurrence is the same task (id, name, topic, key, value,
 // headers) due at the next time of its series, with delay-occurrence one
 // higher. The scanner stores its row (Putter) and indexes it (Adder), and,
-// when the store keeps id rows (IDTracker), records it as the name's
-// current due time, all before the current occurrence is produced, so
+// when the store keeps id rows (payload.IDStore), records it as the name's
+// current due time (track), all before the current occurrence is produced, so
 // before its entry is removed: a crash anywhere leaves the current entry
 // in the index (delivered again: at least once) and the next one stored
 // or about to be stored again. Planning is a pure function of the current
@@ -28,8 +28,11 @@ import (
 //
 // A cancel stops the series: a cancel by id and due time marks the row of
 // the pending occurrence, which the scanner then drops without planning
-// another; a cancel by id alone, through IDTracker, marks every occurrence
-// the scanner plans after it.
+// another; a cancel by id alone marks the occurrence its id row names
+// (ingest), and the id row's cancel flag marks every occurrence the
+// scanner plans after it (track). A reschedule moves the pending
+// occurrence (the id row's current due time); the series goes on from
+// the new time.
 
 // Putter is the part of the payload store that stores next occurrences
 // (payload.Store.Put).
@@ -41,17 +44,6 @@ type Putter interface {
 // (zset.Index.Add).
 type Adder interface {
 	Add(ctx context.Context, now time.Time, entries []zset.Entry) error
-}
-
-// IDTracker is the optional part of the store that keeps the id → due-time
-// record of cancel by id alone. Track records each task's ExecAt as the
-// current due time of its name and reports, aligned with tasks, whether
-// the name was cancelled by id; it writes before it reads, as ingest's
-// cancel by id writes its cancel before it reads the due time, so one of
-// the two always sees the other. The scanner then stores the cancel marker
-// on the occurrence. Track is idempotent.
-type IDTracker interface {
-	Track(ctx context.Context, tasks []payload.Task) (cancelled []bool, err error)
 }
 
 // errNoRecurrence: the store or the index cannot take next occurrences.
@@ -143,33 +135,60 @@ func (w *worker) recur(ctx context.Context, ds []*delivery) error {
 	if err != nil {
 		return fmt.Errorf("scanner: index %d next occurrences: %w", len(next), err)
 	}
-	if tr, ok := w.s.store.(IDTracker); ok {
-		var cancelled []bool
-		err = w.s.stage.Do(ctx, "track_next", w.s.policy, func(ctx context.Context) (err error) {
-			cancelled, err = tr.Track(ctx, next)
-			if err == nil && len(cancelled) != len(next) {
-				err = fmt.Errorf("%w: %d answers to Track of %d tasks", ErrStore, len(cancelled), len(next))
-			}
+	if ids, ok := w.s.store.(payload.IDStore); ok {
+		if err := w.track(ctx, ids, put, next); err != nil {
 			return err
-		})
-		if err != nil {
-			return fmt.Errorf("scanner: track %d next occurrences: %w", len(next), err)
-		}
-		var markers []payload.Task
-		for i, c := range cancelled {
-			if c {
-				markers = append(markers, payload.Task{ID: next[i].ID, Name: next[i].Name, ExecAt: next[i].ExecAt, Cancel: true})
-			}
-		}
-		if len(markers) > 0 {
-			err = w.s.stage.Do(ctx, "cancel_next", w.s.policy, func(ctx context.Context) error {
-				return put.Put(ctx, markers)
-			})
-			if err != nil {
-				return fmt.Errorf("scanner: cancel %d next occurrences: %w", len(markers), err)
-			}
 		}
 	}
 	w.s.recurM.planned.Add(float64(len(next)))
+	return nil
+}
+
+// track records each next occurrence as its name's current due time (the
+// id row's d:a, payload.IDWrite.At), then reads the id rows back and marks
+// the occurrences of names cancelled by id alone. Ingest's cancel by id
+// writes its d:x before it reads d:a; here d:a is written before d:x is
+// read; so one of the two sees the other and the occurrence is marked
+// whichever comes first. Doing it twice is harmless.
+func (w *worker) track(ctx context.Context, ids payload.IDStore, put Putter, next []payload.Task) error {
+	writes := make([]payload.IDWrite, len(next))
+	keys := make([]uint64, len(next))
+	for i, t := range next {
+		writes[i] = payload.IDWrite{ID: t.ID, Name: t.Name, At: t.ExecAt}
+		keys[i] = t.ID
+	}
+	err := w.s.stage.Do(ctx, "put_ids", w.s.policy, func(ctx context.Context) error {
+		return ids.PutIDs(ctx, writes)
+	})
+	if err != nil {
+		return fmt.Errorf("scanner: record %d next occurrences in their id rows: %w", len(next), err)
+	}
+	var states []payload.IDState
+	err = w.s.stage.Do(ctx, "get_ids", w.s.policy, func(ctx context.Context) (err error) {
+		states, err = ids.GetIDs(ctx, keys)
+		if err == nil && len(states) != len(keys) {
+			err = fmt.Errorf("%w: %d id rows for %d ids", ErrStore, len(states), len(keys))
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("scanner: read %d id rows: %w", len(keys), err)
+	}
+	var markers []payload.Task
+	for i, st := range states {
+		if st.Cancelled {
+			t := next[i]
+			markers = append(markers, payload.Task{ID: t.ID, Name: t.Name, ExecAt: t.ExecAt, Cancel: true})
+		}
+	}
+	if len(markers) == 0 {
+		return nil
+	}
+	err = w.s.stage.Do(ctx, "cancel_next", w.s.policy, func(ctx context.Context) error {
+		return put.Put(ctx, markers)
+	})
+	if err != nil {
+		return fmt.Errorf("scanner: cancel %d next occurrences: %w", len(markers), err)
+	}
 	return nil
 }

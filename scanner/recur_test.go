@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,26 +30,6 @@ func (a addIndex) Add(_ context.Context, _ time.Time, entries []zset.Entry) erro
 		}
 	}
 	return nil
-}
-
-// trackingStore is a store with id rows (IDTracker): it records what
-// Track was asked and answers cancelled for the names in cancelled.
-type trackingStore struct {
-	*payload.Memory
-	mu        sync.Mutex
-	tracked   []payload.Ref
-	cancelled map[string]bool
-}
-
-func (s *trackingStore) Track(_ context.Context, tasks []payload.Task) ([]bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]bool, len(tasks))
-	for i, t := range tasks {
-		s.tracked = append(s.tracked, t.Ref())
-		out[i] = s.cancelled[t.Name]
-	}
-	return out, nil
 }
 
 // recurring decodes a recurring task named name, first due at first.
@@ -189,44 +168,47 @@ func TestRecurringCancelStopsSeries(t *testing.T) {
 	}
 }
 
-// With id rows (IDTracker), each planned occurrence becomes its name's
-// current due time, and a name cancelled by id gets its planned
-// occurrence marked: the series stops. This is the scanner's half of
-// cancel by id alone; the store's Track does the id-row write and read.
-func TestRecurringTrackedCancelByID(t *testing.T) {
+// With id rows (payload.IDStore: Memory has them), each planned occurrence
+// becomes its name's current due time, and a name cancelled by id alone
+// gets its planned occurrence marked: the series stops. Here the cancel's
+// d:x lands while occurrence 2 is pending, but without ingest marking the
+// row d:a names (as if the cancel read d:a before the scanner wrote it):
+// occurrence 2 goes out, the occurrence it plans is marked.
+func TestRecurringCancelByIDStopsSeries(t *testing.T) {
 	e := newRecurEnv(t)
-	ts := &trackingStore{Memory: e.store, cancelled: map[string]bool{}}
-	e.s.store = ts
+	ctx := context.Background()
 	first := time.Now().Add(-10 * time.Second).Truncate(time.Millisecond)
 	r := recurring(t, "r1", first, payload.HeaderEvery, "1s")
 	e.put("z", []payload.Task{r})
 
-	e.scanAll() // occurrence 1, plans 2 and tracks it
-	ts.mu.Lock()
-	ts.cancelled["r1"] = true // cancel by id alone lands now
-	ts.mu.Unlock()
+	e.scanAll() // occurrence 1, plans 2 and records it in the id row
+	st, err := e.store.GetIDs(ctx, []uint64{r.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := first.Add(time.Second).UnixMilli(); st[0].Due() != want {
+		t.Fatalf("id row's current due time %d, want occurrence 2's %d", st[0].Due(), want)
+	}
+	if err := e.store.PutIDs(ctx, []payload.IDWrite{{ID: r.ID, Name: r.Name, Cancel: true}}); err != nil {
+		t.Fatal(err)
+	}
 	for range 3 {
 		e.scanAll()
 	}
-	// Occurrence 2 was planned before the cancel: ingest's cancel by id
-	// marks the tracked row itself. Without ingest here, it is delivered,
-	// and the occurrence it plans is marked cancelled by Track's answer.
 	if occ := occurrences(e.byTopic("orders")); !slices.Equal(occ, []string{"1", "2"}) {
 		t.Errorf("delivered %v, want [1 2]", occ)
 	}
-	want := []payload.Ref{
-		{ID: r.ID, ExecAt: first.Add(time.Second).UnixMilli()},
-		{ID: r.ID, ExecAt: first.Add(2 * time.Second).UnixMilli()},
-	}
-	if !slices.Equal(ts.tracked, want) {
-		t.Errorf("tracked %v, want %v", ts.tracked, want)
-	}
-	rows, _ := e.store.Get(context.Background(), want[1:])
+	third := payload.Ref{ID: r.ID, ExecAt: first.Add(2 * time.Second).UnixMilli()}
+	rows, _ := e.store.Get(ctx, []payload.Ref{third})
 	if rows[0] == nil || !rows[0].Cancel {
 		t.Errorf("occurrence 3 row %+v, want the cancel marker", rows[0])
 	}
 	if rest := e.ix.pending("z"); len(rest) != 0 {
 		t.Errorf("index %v, want empty", rest)
+	}
+	st, _ = e.store.GetIDs(ctx, []uint64{r.ID})
+	if st[0].Due() != third.ExecAt || !st[0].Cancelled {
+		t.Errorf("id row %+v, want due at occurrence 3 and cancelled", st[0])
 	}
 }
 
