@@ -105,10 +105,23 @@ type Task struct {
 	After time.Duration
 	// Key, Value and Headers are delivered byte for byte. Headers must not
 	// use the control names delay-topic, delay-at, delay-after, delay-id,
-	// delay-op or delay-error.
+	// delay-op or delay-error, nor the recurrence headers (use the fields
+	// below).
 	Key     []byte
 	Value   []byte
 	Headers []kafka.Header
+
+	// Every or Cron (not both) make the task recur: the first occurrence
+	// is due at At/After, the next ones every Every (at least 1 s) or on
+	// the five-field cron schedule Cron (or a descriptor such as "@daily")
+	// in the IANA zone TZ (default UTC). Until (zero: none) and Count (0:
+	// no limit) end the series. Each occurrence is delivered with a
+	// delay-occurrence header (1, 2, …); CancelByID stops the series.
+	Every time.Duration
+	Cron  string
+	TZ    string
+	Until time.Time
+	Count int
 }
 
 // Receipt identifies a submitted task: Cancel(ctx, r.ID, r.At) cancels it.
@@ -187,13 +200,14 @@ func (c *Client) Message(t Task) (kafka.Message, Receipt, error) {
 	if c.cfg.SlowAfter >= 0 && at.Sub(now) > c.cfg.SlowAfter {
 		input = c.cfg.Slow
 	}
-	headers := make([]kafka.Header, 0, len(t.Headers)+3)
+	headers := make([]kafka.Header, 0, len(t.Headers)+8)
 	headers = append(headers, t.Headers...)
 	headers = append(headers,
 		kafka.Header{Key: payload.HeaderTopic, Value: []byte(t.Topic)},
 		kafka.Header{Key: payload.HeaderAt, Value: unixMilli(at)},
 		kafka.Header{Key: payload.HeaderID, Value: []byte(id)},
 	)
+	headers = append(headers, recurrence(t)...)
 	m := kafka.Message{Topic: input, Key: t.Key, Value: t.Value, Headers: headers, Time: now}
 	return m, Receipt{ID: id, At: at, Input: input}, nil
 }
@@ -348,7 +362,35 @@ func checkTask(t Task, now time.Time) (time.Time, error) {
 			reasons = append(reasons, fmt.Sprintf("header %q is a delay control header", h.Key))
 		}
 	}
+	if t.Count < 0 {
+		reasons = append(reasons, fmt.Sprintf("Count %d is negative", t.Count))
+	} else if err := payload.CheckRecurrence(recurrence(t), at.UnixMilli(), 0); err != nil {
+		reasons = append(reasons, err.Error())
+	}
 	return time.UnixMilli(at.UnixMilli()).UTC(), invalid(reasons)
+}
+
+// recurrence returns the recurrence headers of t: none unless Every or
+// Cron is set (a lone TZ, Until or Count is sent too, to be refused).
+func recurrence(t Task) []kafka.Header {
+	var hs []kafka.Header
+	add := func(k, v string) { hs = append(hs, kafka.Header{Key: k, Value: []byte(v)}) }
+	if t.Every != 0 {
+		add(payload.HeaderEvery, t.Every.String())
+	}
+	if t.Cron != "" {
+		add(payload.HeaderCron, t.Cron)
+	}
+	if t.TZ != "" {
+		add(payload.HeaderTZ, t.TZ)
+	}
+	if !t.Until.IsZero() {
+		add(payload.HeaderUntil, string(unixMilli(t.Until)))
+	}
+	if t.Count != 0 {
+		add(payload.HeaderCount, strconv.Itoa(t.Count))
+	}
+	return hs
 }
 
 func checkID(reasons []string, id string) []string {
@@ -368,7 +410,9 @@ func invalid(reasons []string) error {
 func control(key string) bool {
 	switch key {
 	case payload.HeaderTopic, payload.HeaderAt, payload.HeaderAfter,
-		payload.HeaderID, payload.HeaderOp, payload.HeaderError:
+		payload.HeaderID, payload.HeaderOp, payload.HeaderError,
+		payload.HeaderEvery, payload.HeaderCron, payload.HeaderTZ,
+		payload.HeaderUntil, payload.HeaderCount, payload.HeaderOccurrence:
 		return true
 	}
 	return false

@@ -2,6 +2,7 @@ package payload
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -365,4 +366,28 @@ func parseTime(name string, v []byte) (int64, error) {
 		return 0, violation("%s: %s is at or before the unix epoch", name, quote(v))
 	}
 	return ms, nil
+}
+
+// CheckRecurrence applies Decode's recurrence rules to the headers of a
+// task first due at first (unix ms), for producers that check before they
+// send (the Go client); maxDelay 0 bounds no gap. It returns nil when hs
+// holds no recurrence header. Errors wrap ErrContract and read as
+// delay-failed's reason would.
+func CheckRecurrence(hs []kafka.Header, first int64, maxDelay time.Duration) error {
+	var rec [numRecur]*kafka.Header
+	for i := range hs {
+		r := recurIndex(hs[i].Key)
+		if r < 0 {
+			continue
+		}
+		if rec[r] != nil {
+			return violation("%s: header given more than once", hs[i].Key)
+		}
+		rec[r] = &hs[i]
+	}
+	if maxDelay <= 0 {
+		maxDelay = math.MaxInt64
+	}
+	_, err := decodeRecurrence(rec, first, maxDelay)
+	return err
 }
