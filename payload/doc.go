@@ -77,6 +77,11 @@
 //     r.ExecAt > r'.ExecAt within one salt.
 //   - ParseRowKey(RowKey(s, r)) == r for every s and r.
 //   - Task.Headers never holds a delay-* control header (delay-topic,
-//     delay-at, delay-after, delay-id, delay-op, delay-error).
+//     delay-at, delay-after, delay-id, delay-op, delay-error). The
+//     recurrence headers (delay-every, delay-cron, delay-tz, delay-until,
+//     delay-count) do stay in it, checked, followed by delay-occurrence:
+//     they are the series' state in the row (recur.go, Series).
+//   - NextOccurrence is a pure function of the task it is given: planning
+//     one occurrence twice yields one next task (same ID and ExecAt).
 //   - Store.Get returns one entry per ref, in order; nil means no row.
 package payload

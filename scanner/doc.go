@@ -85,6 +85,10 @@
 //     session (consumer.MaxDrain): no other member can take the partitions
 //     and scan a zset whose produced entries are still being removed. That
 //     is what makes a graceful stop free of duplicates.
+//   - A recurring task's next occurrence is stored, indexed and recorded in
+//     its id row (recur.go) before the current one is produced, so before
+//     its entry is removed: a crash leaves no gap in a series, and planning
+//     an occurrence again writes the same (id, exec_at), one task.
 //   - A due entry without a row is logged at WARN with its id and due time
 //     (rate-limited), counted in delayq_tasks_missing_total and removed.
 package scanner
