@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,8 +106,9 @@ type Task struct {
 	After time.Duration
 	// Key, Value and Headers are delivered byte for byte. Headers must not
 	// use the control names delay-topic, delay-at, delay-after, delay-id,
-	// delay-op or delay-error, nor the recurrence headers (use the fields
-	// below).
+	// delay-op or delay-error. Recurrence headers (delay-every …) among
+	// them are checked as Decode would, together with the fields below;
+	// give each once, as a header or a field.
 	Key     []byte
 	Value   []byte
 	Headers []kafka.Header
@@ -364,7 +366,7 @@ func checkTask(t Task, now time.Time) (time.Time, error) {
 	}
 	if t.Count < 0 {
 		reasons = append(reasons, fmt.Sprintf("Count %d is negative", t.Count))
-	} else if err := payload.CheckRecurrence(recurrence(t), at.UnixMilli(), 0); err != nil {
+	} else if err := payload.CheckRecurrence(append(slices.Clip(t.Headers), recurrence(t)...), at.UnixMilli(), 0); err != nil {
 		reasons = append(reasons, err.Error())
 	}
 	return time.UnixMilli(at.UnixMilli()).UTC(), invalid(reasons)
@@ -410,9 +412,7 @@ func invalid(reasons []string) error {
 func control(key string) bool {
 	switch key {
 	case payload.HeaderTopic, payload.HeaderAt, payload.HeaderAfter,
-		payload.HeaderID, payload.HeaderOp, payload.HeaderError,
-		payload.HeaderEvery, payload.HeaderCron, payload.HeaderTZ,
-		payload.HeaderUntil, payload.HeaderCount, payload.HeaderOccurrence:
+		payload.HeaderID, payload.HeaderOp, payload.HeaderError:
 		return true
 	}
 	return false

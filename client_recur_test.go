@@ -63,7 +63,8 @@ func TestInvalidRecurring(t *testing.T) {
 		{"count without schedule", Task{Topic: "t", Count: 3}, "delay-count: only with"},
 		{"negative count", Task{Topic: "t", Every: time.Hour, Count: -1}, "Count -1 is negative"},
 		{"until before first", Task{Topic: "t", After: time.Hour, Every: time.Hour, Until: testNow}, "before the first occurrence"},
-		{"recurrence header", Task{Topic: "t", Headers: []kafka.Header{{Key: "delay-every", Value: []byte("1m")}}}, `header "delay-every" is a delay control header`},
+		{"recurrence header malformed", Task{Topic: "t", Headers: []kafka.Header{{Key: "delay-every", Value: []byte("often")}}}, `delay-every: "often" is not a Go duration`},
+		{"recurrence header and field", Task{Topic: "t", Every: time.Minute, Headers: []kafka.Header{{Key: "delay-every", Value: []byte("1m")}}}, "delay-every: header given more than once"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
