@@ -233,20 +233,7 @@ func (c *Client) Cancel(ctx context.Context, id string, at time.Time) error {
 	if err := invalid(reasons); err != nil {
 		return err
 	}
-	m := kafka.Message{
-		Topic: c.cfg.Input,
-		Key:   []byte(id),
-		Headers: []kafka.Header{
-			{Key: payload.HeaderOp, Value: []byte(payload.OpCancel)},
-			{Key: payload.HeaderID, Value: []byte(id)},
-			{Key: payload.HeaderAt, Value: unixMilli(at)},
-		},
-		Time: c.now(),
-	}
-	if err := c.write(ctx, m); err != nil {
-		return fmt.Errorf("delayq: cancel %s to %s: %w", id, c.cfg.Input, err)
-	}
-	return nil
+	return c.sendOp(ctx, payload.OpCancel, id, at)
 }
 
 // CancelByID cancels the task with this id whatever its due time
@@ -258,19 +245,7 @@ func (c *Client) CancelByID(ctx context.Context, id string) error {
 	if err := checkOpID(id, payload.OpCancel); err != nil {
 		return err
 	}
-	m := kafka.Message{
-		Topic: c.cfg.Input,
-		Key:   []byte(id),
-		Headers: []kafka.Header{
-			{Key: payload.HeaderOp, Value: []byte(payload.OpCancel)},
-			{Key: payload.HeaderID, Value: []byte(id)},
-		},
-		Time: c.now(),
-	}
-	if err := c.write(ctx, m); err != nil {
-		return fmt.Errorf("delayq: cancel %s to %s: %w", id, c.cfg.Input, err)
-	}
-	return nil
+	return c.sendOp(ctx, payload.OpCancel, id, time.Time{})
 }
 
 // Reschedule moves the pending task with this id to at (truncated to
@@ -289,18 +264,27 @@ func (c *Client) Reschedule(ctx context.Context, id string, at time.Time) error 
 	if err != nil {
 		return err
 	}
+	return c.sendOp(ctx, payload.OpReschedule, id, at)
+}
+
+// sendOp writes the op (cancel or reschedule) of id to the input topic,
+// keyed by id so that the ops of one id stay in order; a zero at sends no
+// delay-at (cancel by id).
+func (c *Client) sendOp(ctx context.Context, op, id string, at time.Time) error {
 	m := kafka.Message{
 		Topic: c.cfg.Input,
 		Key:   []byte(id),
 		Headers: []kafka.Header{
-			{Key: payload.HeaderOp, Value: []byte(payload.OpReschedule)},
+			{Key: payload.HeaderOp, Value: []byte(op)},
 			{Key: payload.HeaderID, Value: []byte(id)},
-			{Key: payload.HeaderAt, Value: unixMilli(at)},
 		},
 		Time: c.now(),
 	}
+	if !at.IsZero() {
+		m.Headers = append(m.Headers, kafka.Header{Key: payload.HeaderAt, Value: unixMilli(at)})
+	}
 	if err := c.write(ctx, m); err != nil {
-		return fmt.Errorf("delayq: reschedule %s to %s: %w", id, c.cfg.Input, err)
+		return fmt.Errorf("delayq: %s %s to %s: %w", op, id, c.cfg.Input, err)
 	}
 	return nil
 }

@@ -258,8 +258,7 @@ func (s *Server) submit(_ http.ResponseWriter, r *http.Request) (int, any, error
 	return http.StatusCreated, a, nil
 }
 
-// task turns the request into a client Task (the recurrence as its
-// delay-every, delay-cron, delay-tz, delay-until, delay-count headers).
+// task turns the request into a client Task.
 func (req *taskRequest) task() (delayq.Task, error) {
 	var reasons []string
 	t := delayq.Task{ID: req.ID, Topic: req.Topic}
@@ -301,23 +300,20 @@ func (req *taskRequest) task() (delayq.Task, error) {
 	for k, v := range req.Headers {
 		t.Headers = append(t.Headers, kafka.Header{Key: k, Value: []byte(v)})
 	}
-	add := func(name, value string) {
-		if value != "" {
-			t.Headers = append(t.Headers, kafka.Header{Key: name, Value: []byte(value)})
+	if req.Every != "" {
+		d, err := time.ParseDuration(req.Every)
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf(`"every" %q: want a duration such as 1h`, req.Every))
 		}
+		t.Every = d
 	}
-	add("delay-every", req.Every)
-	add("delay-cron", req.Cron)
-	add("delay-tz", req.TZ)
+	t.Cron, t.TZ, t.Count = req.Cron, req.TZ, int(req.Count)
 	if len(req.Until) > 0 {
 		until, err := parseTime(req.Until)
 		if err != nil {
 			reasons = append(reasons, `"until": `+err.Error())
 		}
-		add("delay-until", strconv.FormatInt(until.UnixMilli(), 10))
-	}
-	if req.Count != 0 {
-		add("delay-count", strconv.FormatInt(req.Count, 10))
+		t.Until = until
 	}
 	if len(reasons) > 0 {
 		return t, fail(http.StatusBadRequest, "%s", strings.Join(reasons, "; "))

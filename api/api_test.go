@@ -144,7 +144,7 @@ func TestSubmit(t *testing.T) {
 		t.Fatalf("%d messages written, want 1", len(f.sent))
 	}
 	m := f.sent[0]
-	for k, want := range map[string]string{"delay-topic": "orders", "delay-id": "o-1", "trace": "t1", "delay-every": "1h", "delay-count": "3"} {
+	for k, want := range map[string]string{"delay-topic": "orders", "delay-id": "o-1", "trace": "t1", "delay-every": "1h0m0s", "delay-count": "3"} {
 		if got := header(m, k); got != want {
 			t.Errorf("header %s = %q, want %q", k, got, want)
 		}
@@ -181,6 +181,9 @@ func TestSubmitRefused(t *testing.T) {
 		{"internal topic", `{"topic":"delay-failed","after":"1s"}`, 400, "delay-failed"},
 		{"control header", `{"topic":"orders","headers":{"delay-at":"1"}}`, 400, "control header"},
 		{"beyond max delay", `{"topic":"orders","after":"48h"}`, 400, "max"},
+		{"bad every", `{"topic":"orders","every":"often"}`, 400, "every"},
+		{"every and cron", `{"topic":"orders","every":"1h","cron":"0 9 * * *"}`, 400, "cron"},
+		{"bad cron", `{"topic":"orders","cron":"61 * * * *"}`, 400, "cron"},
 		{"too large", `{"topic":"orders","value":"` + strings.Repeat("x", 5000) + `"}`, 413, "limit"},
 	}
 	for _, tc := range cases {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,11 +76,15 @@ func (c *clientFlags) client(g *globals) (*delayq.Client, error) {
 func newSubmit(sys *IO, g *globals) *cobra.Command {
 	var (
 		topic, id, key, file string
+		cron, tz             string
+		count                int
 		headers              []string
 		cf                   clientFlags
 	)
 	at := &timeValue{now: sys.Now}
 	after := &durationValue{}
+	every := &durationValue{}
+	until := &timeValue{now: sys.Now}
 	cmd := &cobra.Command{
 		Use:   "submit --topic T (--at TIME | --after DURATION) [flags] [VALUE]",
 		Short: "Submit a task: deliver a message to a topic later",
@@ -89,7 +94,9 @@ stdin. It prints the task id (generated unless --id is given) and the due
 time: cancel and inspect take both.`,
 		Example: `  delayctl submit --topic orders --after 10m --key order-42 -H trace=abc '{"remind":"pay"}'
   delayctl submit --topic orders --at 2030-01-02T15:04:05Z --id reminder-42 --file payload.json
-  echo hello | delayctl submit --topic greetings --after 90s`,
+  echo hello | delayctl submit --topic greetings --after 90s
+  delayctl submit --topic reports --at 2030-01-02T09:00:00Z --cron '0 9 * * 1-5' --tz Asia/Shanghai --id daily-report '{}'
+  delayctl submit --topic feed --after 1h --every 1h --count 24 --id feed-pet-7 '{}'`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("want at most one argument, the value; got %d (quote the value)", len(args))
@@ -118,7 +125,8 @@ time: cancel and inspect take both.`,
 			if err != nil {
 				return err
 			}
-			task := delayq.Task{ID: id, Topic: topic, Value: value, Headers: hs}
+			task := delayq.Task{ID: id, Topic: topic, Value: value, Headers: hs,
+				Every: every.d, Cron: cron, TZ: tz, Until: until.t, Count: count}
 			if cmd.Flags().Changed("key") {
 				task.Key = []byte(key)
 			}
@@ -132,6 +140,10 @@ time: cancel and inspect take both.`,
 				return err
 			}
 			defer c.Close()
+			// The client's checks (recurrence included) before any connection.
+			if _, _, err := c.Message(task); err != nil {
+				return usagef("%s", strings.TrimPrefix(err.Error(), delayq.ErrInvalid.Error()+": "))
+			}
 			ctx := cmd.Context()
 			if err := g.checkKafka(ctx); err != nil {
 				return err
@@ -155,6 +167,11 @@ time: cancel and inspect take both.`,
 	fs.StringVar(&key, "key", "", "message key (default: none)")
 	fs.StringArrayVarP(&headers, "header", "H", nil, "header key=value, repeatable")
 	fs.StringVar(&file, "file", "", "read the value from this file (- for stdin)")
+	fs.Var(every, "every", "repeat every this long (at least 1s); the first occurrence at --at/--after")
+	fs.StringVar(&cron, "cron", "", `repeat on this five-field cron schedule ("0 9 * * *", "@daily"), not with --every`)
+	fs.StringVar(&tz, "tz", "", "IANA time zone of --cron (default UTC)")
+	fs.Var(until, "until", "no occurrence after this time: "+timeHelp)
+	fs.IntVar(&count, "count", 0, "at most this many occurrences (default: no limit)")
 	cf.register(cmd, true)
 	return cmd
 }
