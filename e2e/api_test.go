@@ -16,7 +16,7 @@ import (
 // TestHTTPAPI drives delayd's HTTP API (--roles ...,api, a bearer token)
 // with a plain net/http client on the real stack: a submitted task is
 // delivered once at its time, a cancelled one never, a rescheduled one
-// once at its new time, GET follows each through its states, and every
+// once at its new time, a recurring one (every 2 s, count 2) twice, GET follows each through its states, and every
 // malformed request gets a 4xx with a reason and writes nothing.
 func TestHTTPAPI(t *testing.T) {
 	const token = "e2e-api-token-0123456789"
@@ -66,6 +66,9 @@ func TestHTTPAPI(t *testing.T) {
 	if code, m = call("POST", "/v1/tasks", fmt.Sprintf(`{"topic":%q,"id":%q,"after":"5s"}`, topic, id("c")), token); code != 201 {
 		t.Fatalf("POST c: %d %v", code, m)
 	}
+	if code, m = call("POST", "/v1/tasks", fmt.Sprintf(`{"topic":%q,"id":%q,"after":"3s","every":"2s","count":2}`, topic, id("d")), token); code != 201 {
+		t.Fatalf("POST d (recurring): %d %v", code, m)
+	}
 	if code, m = call("DELETE", "/v1/tasks/"+id("b"), "", token); code != 202 {
 		t.Fatalf("DELETE b: %d %v", code, m)
 	}
@@ -107,14 +110,20 @@ func TestHTTPAPI(t *testing.T) {
 	}
 
 	// Deliveries: a at its time, c at its new time, b never.
-	e2etest.WaitFor(t, 40*time.Second, "a and c delivered", func() bool { return out.Len() >= 2 })
+	e2etest.WaitFor(t, 40*time.Second, "a, c and d twice delivered", func() bool { return out.Len() >= 4 })
 	time.Sleep(time.Until(start.Add(12 * time.Second))) // past b's due time, with margin
 	got := map[string][]e2etest.Received{}
 	for _, r := range out.Snapshot() {
 		got[e2etest.Header(r.Msg, "delay-id")] = append(got[e2etest.Header(r.Msg, "delay-id")], r)
 	}
-	if len(got[id("a")]) != 1 || len(got[id("c")]) != 1 || len(got[id("b")]) != 0 || len(got) != 2 {
-		t.Fatalf("deliveries by id: a %d, b %d (cancelled), c %d; %d ids in all", len(got[id("a")]), len(got[id("b")]), len(got[id("c")]), len(got))
+	if len(got[id("a")]) != 1 || len(got[id("c")]) != 1 || len(got[id("b")]) != 0 || len(got[id("d")]) != 2 || len(got) != 3 {
+		t.Fatalf("deliveries by id: a %d, b %d (cancelled), c %d, d %d (every 2s, count 2); %d ids in all",
+			len(got[id("a")]), len(got[id("b")]), len(got[id("c")]), len(got[id("d")]), len(got))
+	}
+	for i, r := range got[id("d")] {
+		if occ := e2etest.Header(r.Msg, "delay-occurrence"); occ != fmt.Sprint(i+1) {
+			t.Errorf("d delivery %d has delay-occurrence %q", i+1, occ)
+		}
 	}
 	a := got[id("a")][0]
 	if a.At.Before(dueA) || string(a.Msg.Value) != "hello" || string(a.Msg.Key) != "k-a" || e2etest.Header(a.Msg, "trace") != "t-a" {
