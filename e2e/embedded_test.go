@@ -2,6 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,5 +46,68 @@ func TestEmbeddedBusyPort(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "\n") {
 		t.Fatalf("error is not one line: %q", err)
+	}
+}
+
+// TestEmbeddedAPI: `delayd --embedded --roles ...,api` serves the HTTP API
+// too, over the in-memory store: a task submitted with a plain HTTP client
+// is pending, then delivered once, and GET follows it; a cancelled one is
+// never delivered.
+func TestEmbeddedAPI(t *testing.T) {
+	apiAddr := e2etest.FreePort(t)
+	e := embeddedEnv(t, func(c *daemon.Config) {
+		c.Roles = append(slices.Clone(daemon.AllRoles), daemon.RoleAPI)
+		c.API = apiAddr
+	})
+	topic := e.Topic("api")
+	out := e.Collect(topic)
+	call := func(method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+apiAddr+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer res.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
+			t.Fatalf("%s %s: %d, not JSON: %v", method, path, res.StatusCode, err)
+		}
+		return res.StatusCode, m
+	}
+	e2etest.WaitFor(t, 30*time.Second, "the API to listen", func() bool {
+		res, err := http.Get("http://" + apiAddr + "/v1/openapi.yaml")
+		if err == nil {
+			res.Body.Close()
+		}
+		return err == nil
+	})
+	code, m := call("POST", "/v1/tasks", fmt.Sprintf(`{"topic":%q,"id":"kept","after":"3s","value":"v"}`, topic))
+	if code != http.StatusCreated {
+		t.Fatalf("POST kept: %d %v", code, m)
+	}
+	if code, m = call("POST", "/v1/tasks", fmt.Sprintf(`{"topic":%q,"id":"dropped","after":"3s"}`, topic)); code != http.StatusCreated {
+		t.Fatalf("POST dropped: %d %v", code, m)
+	}
+	if code, m = call("DELETE", "/v1/tasks/dropped", ""); code != http.StatusAccepted {
+		t.Fatalf("DELETE dropped: %d %v", code, m)
+	}
+	e2etest.WaitFor(t, 10*time.Second, "kept pending", func() bool {
+		_, m := call("GET", "/v1/tasks/kept", "")
+		return m["state"] == "pending"
+	})
+	e2etest.WaitFor(t, 30*time.Second, "kept delivered", func() bool { return out.Len() >= 1 })
+	time.Sleep(2 * time.Second) // two more ticks: a late duplicate or the cancelled task shows up here
+	if got := out.Snapshot(); len(got) != 1 || e2etest.Header(got[0].Msg, "delay-id") != "kept" || string(got[0].Msg.Value) != "v" {
+		t.Fatalf("delivered %d messages, want kept once", len(got))
+	}
+	if _, m = call("GET", "/v1/tasks/kept", ""); m["state"] != "delivered-or-expired" {
+		t.Errorf("GET kept after delivery: %v, want delivered-or-expired", m)
+	}
+	if _, m = call("GET", "/v1/tasks/dropped", ""); m["state"] != "cancelled" {
+		t.Errorf("GET dropped: %v, want cancelled", m)
 	}
 }

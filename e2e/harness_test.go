@@ -19,17 +19,22 @@ func newEnv(t *testing.T) *e2etest.Env {
 
 // embeddedEnv runs `delayd --embedded` in-process on free ports (kfake as
 // Kafka, miniredis as Redis, the in-memory store; 4 partitions, 1 s tick)
-// until the test ends, and returns an Env on its Kafka.
-func embeddedEnv(t *testing.T) *e2etest.Env {
+// until the test ends, and returns an Env on its Kafka. opts adjust the
+// config (roles, addresses) before it starts.
+func embeddedEnv(t *testing.T, opts ...func(*daemon.Config)) *e2etest.Env {
 	t.Helper()
+	cfg := daemon.Config{
+		Brokers: []string{"127.0.0.1:0"}, Redis: "127.0.0.1:0", HTTP: "127.0.0.1:0",
+		Tick: time.Second, Partitions: 4,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrs := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- daemon.Embedded(ctx, daemon.Config{
-			Brokers: []string{"127.0.0.1:0"}, Redis: "127.0.0.1:0", HTTP: "127.0.0.1:0",
-			Tick: time.Second, Partitions: 4,
-		}, daemon.Options{}, func(brokers, redis string) { addrs <- [2]string{brokers, redis} })
+		done <- daemon.Embedded(ctx, cfg, daemon.Options{}, func(brokers, redis string) { addrs <- [2]string{brokers, redis} })
 	}()
 	var a [2]string
 	select {
