@@ -31,14 +31,17 @@ const (
 )
 
 // Table layout: one family, one-letter qualifiers (see the package doc).
+// A task is one d:e cell (payload.AppendEnvelope); d:t, d:n, d:k, d:v and
+// d:h are the layout before it, still read.
 const (
-	family    = "d"
-	colTopic  = "t"
-	colName   = "n"
-	colKey    = "k"
-	colValue  = "v"
-	colHeader = "h"
-	colCancel = "c"
+	family      = "d"
+	colEnvelope = "e"
+	colTopic    = "t"
+	colName     = "n"
+	colKey      = "k"
+	colValue    = "v"
+	colHeader   = "h"
+	colCancel   = "c"
 )
 
 const (
@@ -236,16 +239,7 @@ func (h *Store) mutation(ctx context.Context, t *payload.Task, now int64) (*hrpc
 	if t.Cancel {
 		cols = map[string][]byte{colCancel: []byte(t.Name)}
 	} else {
-		cols = map[string][]byte{colTopic: []byte(t.Topic), colName: []byte(t.Name)}
-		if t.Key != nil {
-			cols[colKey] = t.Key
-		}
-		if t.Value != nil {
-			cols[colValue] = t.Value
-		}
-		if len(t.Headers) > 0 {
-			cols[colHeader] = payload.EncodeHeaders(t.Headers)
-		}
+		cols = map[string][]byte{colEnvelope: payload.EncodeEnvelope(t)}
 	}
 	size := payload.RowKeyLen
 	for _, v := range cols {
@@ -437,10 +431,13 @@ func (q *cursorHeap) Pop() any {
 	return c
 }
 
-// rowTask turns the cells of one row into a payload.Task.
+// rowTask turns the cells of one row into a payload.Task. The d:e envelope
+// wins over cells of the older layout (d:t, d:n, d:k, d:v, d:h) in the same
+// row; d:c marks the task cancelled in either layout.
 func rowTask(ref payload.Ref, cells []*hrpc.Cell) (*payload.Task, error) {
 	t := &payload.Task{ID: ref.ID, ExecAt: ref.ExecAt}
 	var (
+		envelope   []byte
 		hasName    bool
 		cancelName string
 	)
@@ -453,6 +450,8 @@ func rowTask(ref payload.Ref, cells []*hrpc.Cell) (*payload.Task, error) {
 			v = []byte{} // a present column is never nil
 		}
 		switch string(c.Qualifier) {
+		case colEnvelope:
+			envelope = v
 		case colTopic:
 			t.Topic = string(v)
 		case colName:
@@ -470,6 +469,12 @@ func rowTask(ref payload.Ref, cells []*hrpc.Cell) (*payload.Task, error) {
 		case colCancel:
 			t.Cancel, cancelName = true, string(v)
 		}
+	}
+	if envelope != nil {
+		if err := payload.DecodeEnvelope(envelope, t); err != nil {
+			return nil, fmt.Errorf("row %d/%d: %w", ref.ExecAt, ref.ID, err)
+		}
+		hasName = true
 	}
 	if !hasName {
 		t.Name = cancelName
