@@ -31,24 +31,51 @@
 //
 // # HBase columns
 //
-// One column family "d", VERSIONS 1, no family TTL. Qualifiers:
+// One column family "d", VERSIONS 1, no family TTL. Qualifiers of a task
+// row:
 //
-//	d:t  business topic (string)                         task put
-//	d:n  name: the original delay-id string, or derived  task put
-//	d:k  key, byte for byte; absent when the key is nil  task put
-//	d:v  value, byte for byte; absent when nil           task put
-//	d:h  pass-through headers; absent when none          task put
+//	d:e  the task: a versioned envelope (below)          task put
 //	d:c  cancel marker; its value is the task's name     cancel put
 //
-// d:h holds uvarint(count) and then per header uvarint(len(key)), key,
-// uvarint(len(value)+1), value — a length of 0 there means a nil value, so
-// nil and empty values both survive the round trip.
+// d:e is payload.AppendEnvelope: a version byte (1), then uvarint-length
+// prefixed topic and name, the key as uvarint(len+1) (0 for nil), the
+// headers as uvarint(count) and per header uvarint(len(key)) key
+// uvarint(len(value)+1) value, and last the value as uvarint(len+1). So nil
+// and empty keys, values and header values all survive the round trip. A
+// reader that meets an unknown version fails the row with an error wrapping
+// payload.ErrEnvelope instead of guessing; a new version gets a new first
+// byte, and readers learn it before writers write it.
 //
-// A task put writes d:t, d:n and those of d:k, d:v, d:h that are present; a
-// cancel put writes only d:c. Because they never share a column, a cancel
-// wins in either arrival order: a later task put cannot clear the marker, and
-// a row with d:c reads back with Cancel=true. Re-putting the same task
-// overwrites the same cells (VERSIONS 1), so a put is idempotent.
+// One cell instead of one per field: HBase stores every cell with its full
+// key (lengths, the 17-byte rowkey, family, qualifier, timestamp, type:
+// about 40 bytes) and its TTL tag, so a task with key, value and headers
+// used to cost five such keys in the memstore, the WAL, the HFile blocks and every Get
+// and Scan response; now it costs one.
+//
+// A task put writes only d:e; a cancel put writes only d:c. Because they
+// never share a column, a cancel wins in either arrival order: a later task
+// put cannot clear the marker, and a row with d:c reads back with
+// Cancel=true. Re-putting the same task overwrites the same cell
+// (VERSIONS 1), so a put is idempotent.
+//
+// # Compatibility with the layout before d:e
+//
+// Rows written before d:e held the task in up to five cells:
+//
+//	d:t  business topic (string)
+//	d:n  name: the original delay-id string, or derived
+//	d:k  key, byte for byte; absent when the key is nil
+//	d:v  value, byte for byte; absent when nil
+//	d:h  pass-through headers (payload.EncodeHeaders); absent when none
+//
+// Get and Scan still read them, so no migration is needed: such rows keep
+// being delivered (and cancelled, by their d:c, in either order) until they
+// expire by their TTL. When a row has both (a task re-put by a new writer
+// over an old row), d:e wins and the old cells are ignored until they
+// expire. Nothing writes the old columns any more; an old writer may still
+// run beside a new one during a rolling upgrade, but it cannot read d:e, so
+// upgrade all delayd instances before relying on it (a task written by a new
+// instance and read by an old one reads as a row without a topic).
 //
 // # Id rows (idrow.go)
 //
