@@ -52,6 +52,9 @@ type Config struct {
 	SlowRate     float64       // delay-input-slow messages/s; default 1000
 	GroupPrefix  string        // consumer group ids are <GroupPrefix>-ingest and -scanner; default delayq
 	Pprof        bool          // serve net/http/pprof under /debug/pprof/ on HTTP
+	// HBaseLegacyCells writes task rows in the multi-cell layout older
+	// delayd read (hbase.Config.LegacyCells), during a rolling upgrade.
+	HBaseLegacyCells bool
 
 	// How to reach Redis beyond the addresses (package redisconn): one
 	// address in Redis is a single Redis, several are Redis Cluster seeds;

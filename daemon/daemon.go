@@ -145,7 +145,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 			return err
 		}
 		hb, err := hbase.New(hbase.Config{
-			ZK: cfg.HBaseZK, Table: cfg.Table, Salts: cfg.Salts, Retention: cfg.Retention,
+			ZK: cfg.HBaseZK, Table: cfg.Table, Salts: cfg.Salts, Retention: cfg.Retention, LegacyCells: cfg.HBaseLegacyCells,
 			Logger: d.opts.Logger, Registerer: d.reg,
 		})
 		if err != nil {

@@ -72,10 +72,11 @@
 // being delivered (and cancelled, by their d:c, in either order) until they
 // expire by their TTL. When a row has both (a task re-put by a new writer
 // over an old row), d:e wins and the old cells are ignored until they
-// expire. Nothing writes the old columns any more; an old writer may still
-// run beside a new one during a rolling upgrade, but it cannot read d:e, so
-// upgrade all delayd instances before relying on it (a task written by a new
-// instance and read by an old one reads as a row without a topic).
+// expire. An older delayd cannot read d:e (it would take such a row for
+// one holding only a cancel marker), so a rolling upgrade goes in two
+// steps: every instance runs the new version with Config.LegacyCells
+// (delayd --hbase-legacy-cells), which writes the old cells, then every
+// instance restarts without it.
 //
 // # Id rows (idrow.go)
 //

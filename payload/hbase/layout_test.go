@@ -3,6 +3,7 @@ package hbase_test
 import (
 	"context"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -93,6 +94,32 @@ func TestHBaseLayouts(t *testing.T) {
 	// fresh: written by the store only.
 	fresh := mk("fresh")
 	storePut(fresh)
+	// legacy: written by a store with LegacyCells (a rolling upgrade).
+	legacyStore, err := hbase.New(hbase.Config{ZK: zk, Table: table, Salts: salts, Logger: quiet, LegacyCells: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer legacyStore.Close()
+	legacy := mk("legacy")
+	if err := legacyStore.Put(ctx, []payload.Task{legacy}); err != nil {
+		t.Fatal(err)
+	}
+	lget, err := hrpc.NewGet(ctx, []byte(table), payload.RowKey(salts, legacy.Ref()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lres, err := client.Get(lget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var quals []string
+	for _, c := range lres.Cells {
+		quals = append(quals, string(c.Qualifier))
+	}
+	slices.Sort(quals)
+	if !slices.Equal(quals, []string{"h", "k", "n", "t", "v"}) {
+		t.Errorf("LegacyCells row has cells %v, want h k n t v (no e)", quals)
+	}
 
 	// A task put writes exactly one cell, d:e.
 	get, err := hrpc.NewGet(ctx, []byte(table), payload.RowKey(salts, fresh.Ref()))
@@ -111,7 +138,7 @@ func TestHBaseLayouts(t *testing.T) {
 	}
 
 	want := []payload.Task{
-		old, oldNil, cancelled(oldThenCancel), cancelled(cancelThenOld), mixed, fresh,
+		old, oldNil, cancelled(oldThenCancel), cancelled(cancelThenOld), mixed, fresh, legacy,
 	}
 	refs := make([]payload.Ref, len(want))
 	byID := map[uint64]payload.Task{}

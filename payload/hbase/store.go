@@ -78,6 +78,13 @@ type Config struct {
 	// Retention is how long a row outlives its due time (default
 	// DefaultRetention, 7 days).
 	Retention time.Duration
+	// LegacyCells writes tasks in the multi-cell layout of delayd before
+	// one-cell rows (d:t, d:n, d:k, d:v, d:h) instead of one d:e cell, for
+	// a rolling upgrade: a delayd of that age reads only the old cells and
+	// would take a d:e row for one holding just a cancel marker. Upgrade
+	// every instance with it set, then restart them without it. Reads take
+	// both layouts either way.
+	LegacyCells bool
 	// PutBatch is the most rows one SendBatch call carries, for puts and gets
 	// (default DefaultPutBatch, 500).
 	PutBatch int
@@ -147,6 +154,7 @@ type Store struct {
 	table     []byte
 	salts     int
 	retention time.Duration
+	legacy    bool // Config.LegacyCells
 	batch     int
 	log       *slog.Logger
 	metrics   *metrics
@@ -176,6 +184,7 @@ func New(cfg Config) (*Store, error) {
 		table:     []byte(cfg.Table),
 		salts:     cfg.Salts,
 		retention: cfg.Retention,
+		legacy:    cfg.LegacyCells,
 		batch:     cfg.PutBatch,
 		log:       log,
 		metrics:   m,
@@ -236,9 +245,12 @@ func (h *Store) mutation(ctx context.Context, t *payload.Task, now int64) (*hrpc
 		return nil, 0, fmt.Errorf("hbase: task %q: negative exec_at %d", t.Name, t.ExecAt)
 	}
 	var cols map[string][]byte
-	if t.Cancel {
+	switch {
+	case t.Cancel:
 		cols = map[string][]byte{colCancel: []byte(t.Name)}
-	} else {
+	case h.legacy:
+		cols = legacyCells(t)
+	default:
 		cols = map[string][]byte{colEnvelope: payload.EncodeEnvelope(t)}
 	}
 	size := payload.RowKeyLen
@@ -253,6 +265,21 @@ func (h *Store) mutation(ctx context.Context, t *payload.Task, now int64) (*hrpc
 		return nil, 0, fmt.Errorf("hbase: put %q: %w", t.Name, err)
 	}
 	return put, size, nil
+}
+
+// legacyCells are the cells of t in the multi-cell layout (LegacyCells).
+func legacyCells(t *payload.Task) map[string][]byte {
+	cols := map[string][]byte{colTopic: []byte(t.Topic), colName: []byte(t.Name)}
+	if t.Key != nil {
+		cols[colKey] = t.Key
+	}
+	if t.Value != nil {
+		cols[colValue] = t.Value
+	}
+	if len(t.Headers) > 0 {
+		cols[colHeader] = payload.EncodeHeaders(t.Headers)
+	}
+	return cols
 }
 
 // Get reads the rows at refs with SendBatch, PutBatch rows a call, a few
