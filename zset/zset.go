@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,6 +95,12 @@ type Config struct {
 	// Shards is the number of zsets per segment, 1 to 65536 (default
 	// DefaultShards, 256).
 	Shards int
+	// Fill is how many members a zset takes before it seals and further
+	// tasks of its shard go to the next shard family (see the package doc,
+	// "Shard families"), 1 to 1<<20 (default DefaultFill, 127). Keep it
+	// below Redis's zset-max-listpack-entries so every zset stays a
+	// listpack.
+	Fill int
 	// Registerer receives the store_call_seconds and store_errors_total
 	// metrics; nil means they are not registered.
 	Registerer prometheus.Registerer
@@ -109,6 +116,9 @@ func (c *Config) setDefaults() {
 	if c.Shards == 0 {
 		c.Shards = DefaultShards
 	}
+	if c.Fill == 0 {
+		c.Fill = DefaultFill
+	}
 }
 
 // Validate reports every problem with c at once, each wrapping ErrConfig.
@@ -120,6 +130,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Shards < 1 || c.Shards > 1<<16 {
 		errs = append(errs, fmt.Errorf("%w: shards %d: want 1 to 65536", ErrConfig, c.Shards))
+	}
+	if c.Fill < 0 || c.Fill > 1<<20 {
+		errs = append(errs, fmt.Errorf("%w: fill %d: want 1 to 1048576 (0: default)", ErrConfig, c.Fill))
 	}
 	return errors.Join(errs...)
 }
@@ -149,7 +162,11 @@ type Index struct {
 	segMs    int64
 	layout   string
 	shards   int
+	fill     int
 	metrics  *metrics
+
+	mu       sync.Mutex
+	grownSeg map[int64]int // segment start -> families known recorded
 }
 
 // New returns an Index over client.
@@ -176,6 +193,7 @@ func New(client redis.UniversalClient, cfg Config) (*Index, error) {
 		segMs:    cfg.Segment.Milliseconds(),
 		layout:   layout,
 		shards:   cfg.Shards,
+		fill:     cfg.Fill,
 		metrics:  m,
 	}, nil
 }
@@ -227,16 +245,11 @@ func mix64(x uint64) uint64 {
 	return x
 }
 
-// plan is an Add batch grouped by key.
+// plan is an Add batch grouped by segment.
 type plan struct {
 	segments []redis.Z // registry members: segment name, score start
-	groups   []group
+	segs     []segPlan
 	bad      *BadEntryError
-}
-
-type group struct {
-	key     string
-	members []redis.Z
 }
 
 // check returns why e cannot be indexed, or "".
@@ -252,18 +265,13 @@ func (e Entry) check() string {
 	return ""
 }
 
-// plan groups entries by target zset. Entries whose segment ended at or
+// plan groups entries by target segment. Entries whose segment ended at or
 // before nowMs go to the segment of nowMs. Bad entries are left out and
 // listed in plan.bad.
 func (ix *Index) plan(nowMs int64, entries []Entry) plan {
-	type gk struct {
-		seg   int64
-		shard int
-	}
 	var p plan
 	nowSeg := ix.segmentStart(nowMs)
-	byKey := make(map[gk]int, 8)
-	segIdx := make(map[int64]string, 2)
+	bySeg := make(map[int64]int, 2)
 	for i, e := range entries {
 		if why := e.check(); why != "" {
 			if p.bad == nil {
@@ -277,60 +285,18 @@ func (ix *Index) plan(nowMs int64, entries []Entry) plan {
 		if seg+ix.segMs <= nowMs {
 			seg = nowSeg
 		}
-		k := gk{seg, ix.shard(e.ID)}
-		g, ok := byKey[k]
+		si, ok := bySeg[seg]
 		if !ok {
-			name, ok := segIdx[seg]
-			if !ok {
-				name = ix.segmentName(seg)
-				segIdx[seg] = name
-				p.segments = append(p.segments, redis.Z{Score: float64(seg), Member: name})
-			}
-			g = len(p.groups)
-			byKey[k] = g
-			p.groups = append(p.groups, group{key: ix.key(name, k.shard)})
+			name := ix.segmentName(seg)
+			si = len(p.segs)
+			bySeg[seg] = si
+			p.segs = append(p.segs, segPlan{start: seg, name: name})
+			p.segments = append(p.segments, redis.Z{Score: float64(seg), Member: name})
 		}
-		p.groups[g].members = append(p.groups[g].members, redis.Z{
-			Score:  float64(e.ExecAt),
-			Member: strconv.FormatUint(e.ID, 10),
-		})
+		p.segs[si].entries = append(p.segs[si].entries, e)
 	}
 	return p
 }
-
-// addScript adds the (exec_at, id) pairs in ARGV to the zset KEYS[1], each
-// as a member of its own: nothing when the plain id is there with that score
-// (the same task), the plain id when it is missing, else "<id>@<exec_at>".
-// Add runs it only for the ZADD NX calls that added fewer members than they
-// carried, so the plain ids are normally all there: one ZMSCORE decides. It
-// unpacks at most len(ARGV) values, so callers keep ARGV under MaxArgs.
-var addScript = redis.NewScript(`
-local key = KEYS[1]
-local ids = {}
-for i = 2, #ARGV, 2 do
-	ids[#ids + 1] = ARGV[i]
-end
-local scores = redis.call('ZMSCORE', key, unpack(ids))
-local long = {}
-for j = 1, #ids do
-	local at, id, score = ARGV[2 * j - 1], ids[j], scores[j]
-	if not score then
-		if redis.call('ZADD', key, 'NX', at, id) == 1 then
-			score = at
-		else
-			score = redis.call('ZSCORE', key, id)
-		end
-	end
-	if tonumber(score) ~= tonumber(at) then
-		long[#long + 1] = at
-		long[#long + 1] = id .. '@' .. at
-	end
-end
-if #long > 0 then
-	redis.call('ZADD', key, unpack(long))
-end
-return #long / 2
-`)
 
 // removeScript removes the tasks (exec_at, id) in ARGV from the zset
 // KEYS[1]: the plain id member when its score is that exec_at, and the
@@ -355,12 +321,12 @@ end
 return redis.call('ZREM', key, unpack(gone))
 `)
 
-// Add indexes entries: one registry ZADD for the segments touched, then one
-// ZADD NX per zset, all pipelined. A ZADD NX that adds fewer members than it
-// carries met ids already in its zset (a task added again, or another task
-// reusing the id): addScript then adds those chunks exactly, in a second
-// pipeline. An entry whose segment has already ended relative to now goes
-// into the segment of now, keeping its score.
+// Add indexes entries: the registry ZADD of the segments touched and one
+// placeScript per family-0 zset in one pipeline, then one pipeline per
+// further shard family that the batch reaches (see the package doc, "Shard
+// families"), then one HINCRBY of the pending counts per segment. An entry
+// whose segment has already ended relative to now goes into the segment of
+// now, keeping its score.
 //
 // Add refuses bad entries one by one (see ErrBadEntry) and indexes the
 // others: it returns a *BadEntryError only once every other entry is
@@ -371,7 +337,7 @@ func (ix *Index) Add(ctx context.Context, now time.Time, entries []Entry) error 
 		return nil
 	}
 	p := ix.plan(now.UnixMilli(), entries)
-	if len(p.groups) > 0 {
+	if len(p.segs) > 0 {
 		if err := ix.add(ctx, p); err != nil {
 			return fmt.Errorf("zset: add %d entries: %w", len(entries), err)
 		}
@@ -384,43 +350,7 @@ func (ix *Index) Add(ctx context.Context, now time.Time, entries []Entry) error 
 
 func (ix *Index) add(ctx context.Context, p plan) (err error) {
 	defer ix.metrics.observe("add", time.Now(), &err)
-	type zadd struct {
-		key     string
-		members []redis.Z
-		cmd     *redis.IntCmd
-	}
-	var sent []zadd
-	b := ix.newBatch()
-	for c := range slices.Chunk(p.segments, MaxArgs/2) {
-		b.add(ctx, func(pl redis.Pipeliner) { pl.ZAdd(ctx, ix.registry, c...) })
-	}
-	for _, g := range p.groups {
-		for c := range slices.Chunk(g.members, (MaxArgs-1)/2) { // NX counts
-			var cmd *redis.IntCmd
-			b.add(ctx, func(pl redis.Pipeliner) { cmd = pl.ZAddNX(ctx, g.key, c...) })
-			sent = append(sent, zadd{key: g.key, members: c, cmd: cmd})
-		}
-	}
-	if err := b.flush(ctx); err != nil {
-		return err
-	}
-	var checks []scriptCall
-	for _, z := range sent {
-		if z.cmd.Val() == int64(len(z.members)) {
-			continue
-		}
-		args := make([]any, 0, 2*len(z.members))
-		for _, m := range z.members {
-			args = append(args, int64(m.Score), m.Member)
-		}
-		checks = append(checks, scriptCall{key: z.key, args: args})
-	}
-	for c := range slices.Chunk(checks, MaxPipeline) {
-		if err := ix.runAll(ctx, addScript, c); err != nil {
-			return fmt.Errorf("add script: %w", err)
-		}
-	}
-	return nil
+	return ix.place(ctx, p.segs, p.segments)
 }
 
 // scriptCall is one run of a script on one key.
@@ -429,38 +359,63 @@ type scriptCall struct {
 	args []any
 }
 
-// runAll runs script once per call in one pipeline with EVALSHA, then the
-// calls that met NOSCRIPT (a Redis that has not cached the script yet, or a
-// failed-over replica) again with EVAL: a pipeline cannot fall back on its
-// own.
-func (ix *Index) runAll(ctx context.Context, script *redis.Script, calls []scriptCall) error {
+// runAll runs script once per call (see runAllResults) and drops the
+// replies.
+func (ix *Index) runAll(ctx context.Context, script *redis.Script, calls []scriptCall, pre func(redis.Pipeliner)) error {
+	_, err := ix.runAllResults(ctx, script, calls, pre)
+	return err
+}
+
+// runAllResults runs script once per call in one pipeline with EVALSHA,
+// then the calls that met NOSCRIPT (a Redis that has not cached the script
+// yet, or a failed-over replica) again with EVAL: a pipeline cannot fall
+// back on its own. pre, if not nil, queues commands ahead of the first
+// pipeline. It returns the reply of each call.
+func (ix *Index) runAllResults(ctx context.Context, script *redis.Script, calls []scriptCall, pre func(redis.Pipeliner)) ([]any, error) {
+	out := make([]any, len(calls))
+	idx := make([]int, len(calls))
+	for i := range idx {
+		idx[i] = i
+	}
 	for _, eval := range []bool{false, true} {
 		pl := ix.client.Pipeline()
-		cmds := make([]*redis.Cmd, len(calls))
-		for i, c := range calls {
+		if pre != nil {
+			pre(pl)
+			pre = nil
+		}
+		first := pl.Len()
+		cmds := make([]*redis.Cmd, len(idx))
+		for i, ci := range idx {
+			c := calls[ci]
 			if eval {
 				cmds[i] = script.Eval(ctx, pl, []string{c.key}, c.args...)
 			} else {
 				cmds[i] = script.EvalSha(ctx, pl, []string{c.key}, c.args...)
 			}
 		}
-		_, _ = pl.Exec(ctx) // every command carries its own error
-		var again []scriptCall
+		all, _ := pl.Exec(ctx) // every command carries its own error
+		for _, cmd := range all[:min(first, len(all))] {
+			if err := cmd.Err(); err != nil {
+				return nil, err
+			}
+		}
+		var again []int
 		for i, cmd := range cmds {
 			switch err := cmd.Err(); {
 			case err == nil:
+				out[idx[i]] = cmd.Val()
 			case !eval && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")):
-				again = append(again, calls[i])
+				again = append(again, idx[i])
 			default:
-				return err
+				return nil, err
 			}
 		}
 		if len(again) == 0 {
-			return nil
+			return out, nil
 		}
-		calls = again
+		idx = again
 	}
-	return nil // not reached: EVAL never answers NOSCRIPT
+	return out, nil // not reached: EVAL never answers NOSCRIPT
 }
 
 // segments returns registered segments with lo <= start <= hi.
@@ -474,19 +429,14 @@ func (ix *Index) segments(ctx context.Context, lo, hi string) ([]redis.Z, error)
 
 // DueKeys returns the keys of the zsets, in registered segments that start
 // at or before until, that hold members with score <= until, ordered by
-// segment and shard.
+// segment, family and shard. It reads the family count of those segments
+// and issues one ZCOUNT per zset of every family in use.
 func (ix *Index) DueKeys(ctx context.Context, until int64) (keys []string, err error) {
 	defer ix.metrics.observe("due_keys", time.Now(), &err)
 	hi := strconv.FormatInt(until, 10)
-	segs, err := ix.segments(ctx, "-inf", hi)
+	all, _, err := ix.keysOf(ctx, "-inf", hi)
 	if err != nil {
 		return nil, fmt.Errorf("zset: due keys: %w", err)
-	}
-	all := make([]string, 0, len(segs)*ix.shards)
-	for _, s := range segs {
-		for shard := range ix.shards {
-			all = append(all, ix.key(s.Member.(string), shard))
-		}
 	}
 	counts, err := ix.counts(ctx, all, func(pl redis.Pipeliner, key string) *redis.IntCmd {
 		return pl.ZCount(ctx, key, "-inf", hi)
@@ -500,6 +450,38 @@ func (ix *Index) DueKeys(ctx context.Context, until int64) (keys []string, err e
 		}
 	}
 	return keys, nil
+}
+
+// keysOf returns the registered segments with lo <= start <= hi and the
+// keys of every family in use of each, in order; ends[i] is the end (in
+// keys) of segment i.
+func (ix *Index) keysOf(ctx context.Context, lo, hi string) (keys []string, segs []segKeys, err error) {
+	zs, err := ix.segments(ctx, lo, hi)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make([]string, len(zs))
+	for i, z := range zs {
+		names[i] = z.Member.(string)
+	}
+	fams, err := ix.families(ctx, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	segs = make([]segKeys, len(zs))
+	for i, z := range zs {
+		keys = append(keys, ix.segmentKeys(names[i], fams[i])...)
+		segs[i] = segKeys{name: names[i], start: int64(z.Score), families: fams[i], end: len(keys)}
+	}
+	return keys, segs, nil
+}
+
+// segKeys is one segment of a keysOf answer.
+type segKeys struct {
+	name     string
+	start    int64
+	families int
+	end      int // end of its keys in the key list
 }
 
 // Due returns up to limit entries of key with score <= until, lowest score
@@ -578,52 +560,87 @@ func dedupe(entries []Entry) []Entry {
 // Remove deletes the given tasks from key, score-checked: for each entry the
 // member "<ID>" only if its score is ExecAt, and the member
 // "<ID>@<ExecAt>". Another task reusing the ID stays. It runs one script per
-// MaxArgs/2 entries.
+// MaxArgs/2 entries, then lowers the pending count of the key's segment by
+// the members it removed.
 func (ix *Index) Remove(ctx context.Context, key string, entries []Entry) (err error) {
 	if len(entries) == 0 {
 		return nil
 	}
 	defer ix.metrics.observe("remove", time.Now(), &err)
+	var removed int64
 	for c := range slices.Chunk(entries, MaxArgs/2) {
 		args := make([]any, 0, 2*len(c))
 		for _, e := range c {
 			args = append(args, e.ExecAt, e.ID)
 		}
-		if err := removeScript.Run(ctx, ix.client, []string{key}, args...).Err(); err != nil {
+		n, err := removeScript.Run(ctx, ix.client, []string{key}, args...).Int64()
+		if err != nil {
 			return fmt.Errorf("zset: remove %d from %s: %w", len(entries), key, err)
+		}
+		removed += n
+	}
+	if seg := ix.segmentOf(key); seg != "" && removed > 0 {
+		if err := ix.client.HIncrBy(ctx, ix.pendingKey(), seg, -removed).Err(); err != nil {
+			return fmt.Errorf("zset: count %d removed from %s: %w", removed, key, err)
 		}
 	}
 	return nil
 }
 
 // Retire removes from the registry the segments that ended at or before
-// `before` (unix ms) and whose shards are all empty, and returns how many
-// it removed. Pass a time well behind now (the dispatcher's grace): Add
-// never writes into an ended segment, so an empty ended segment stays
-// empty.
+// `before` (unix ms) and whose zsets hold no task, and returns how many it
+// removed. It unlinks their zsets (sealed ones keep their seal member) and
+// drops their family and pending counts. Pass a time well behind now (the
+// dispatcher's grace): Add never writes into an ended segment, so an empty
+// ended segment stays empty.
 func (ix *Index) Retire(ctx context.Context, before int64) (n int, err error) {
 	defer ix.metrics.observe("retire", time.Now(), &err)
-	segs, err := ix.segments(ctx, "-inf", strconv.FormatInt(before-ix.segMs, 10))
+	keys, segs, err := ix.keysOf(ctx, "-inf", strconv.FormatInt(before-ix.segMs, 10))
 	if err != nil {
 		return 0, fmt.Errorf("zset: retire: %w", err)
 	}
 	if len(segs) == 0 {
 		return 0, nil
 	}
-	pending, err := ix.cardinalities(ctx, segs)
+	counts, err := ix.counts(ctx, keys, func(pl redis.Pipeliner, key string) *redis.IntCmd {
+		return pl.ZCount(ctx, key, "-inf", strconv.FormatInt(maxExecAt, 10))
+	})
 	if err != nil {
 		return 0, fmt.Errorf("zset: retire: %w", err)
 	}
 	var empty []any
-	for i, s := range segs {
-		if pending[i] == 0 {
-			empty = append(empty, s.Member)
+	var fields []string
+	b := ix.newBatch()
+	lo := 0
+	for _, s := range segs {
+		var sum int64
+		for _, c := range counts[lo:s.end] {
+			sum += c
 		}
+		if sum == 0 {
+			empty = append(empty, s.name)
+			fields = append(fields, s.name)
+			for _, k := range keys[lo:s.end] {
+				b.add(ctx, func(pl redis.Pipeliner) { pl.Unlink(ctx, k) })
+			}
+		}
+		lo = s.end
 	}
 	if len(empty) == 0 {
 		return 0, nil
 	}
-	b := ix.newBatch()
+	// Keys first: a Retire cut short leaves the segment registered, and the
+	// next one finishes it.
+	if err := b.flush(ctx); err != nil {
+		return 0, fmt.Errorf("zset: retire %d segments: %w", len(empty), err)
+	}
+	b = ix.newBatch()
+	for c := range slices.Chunk(fields, MaxArgs) {
+		b.add(ctx, func(pl redis.Pipeliner) {
+			pl.HDel(ctx, ix.familiesKey(), c...)
+			pl.HDel(ctx, ix.pendingKey(), c...)
+		})
+	}
 	for c := range slices.Chunk(empty, MaxArgs) {
 		b.add(ctx, func(pl redis.Pipeliner) { pl.ZRem(ctx, ix.registry, c...) })
 	}
@@ -633,30 +650,44 @@ func (ix *Index) Retire(ctx context.Context, before int64) (n int, err error) {
 	return len(empty), nil
 }
 
-// Backlog returns every registered segment with the number of members its
-// shards hold, ordered by start. It costs one ZCARD per segment and shard.
+// Backlog returns every registered segment with its pending count, ordered
+// by start. The counts come from the pending hash that Add and Remove keep
+// (members added minus members removed), so it costs one ZRANGE of the
+// registry and one HMGET per MaxArgs segments, not one command per zset. A
+// process that dies between writing members and counting them leaves a
+// segment's count off by that batch until the segment retires.
 func (ix *Index) Backlog(ctx context.Context) (out []SegmentCount, err error) {
 	defer ix.metrics.observe("backlog", time.Now(), &err)
 	segs, err := ix.segments(ctx, "-inf", "+inf")
 	if err != nil {
 		return nil, fmt.Errorf("zset: backlog: %w", err)
 	}
-	pending, err := ix.cardinalities(ctx, segs)
-	if err != nil {
-		return nil, fmt.Errorf("zset: backlog: %w", err)
-	}
 	out = make([]SegmentCount, len(segs))
+	names := make([]string, len(segs))
 	for i, s := range segs {
 		start := int64(s.Score)
-		out[i] = SegmentCount{Segment: s.Member.(string), Start: start, End: start + ix.segMs, Pending: pending[i]}
+		names[i] = s.Member.(string)
+		out[i] = SegmentCount{Segment: names[i], Start: start, End: start + ix.segMs}
+	}
+	for lo := 0; lo < len(names); lo += MaxArgs {
+		vals, err := ix.client.HMGet(ctx, ix.pendingKey(), names[lo:min(lo+MaxArgs, len(names))]...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("zset: backlog: %w", err)
+		}
+		for i, v := range vals {
+			s, _ := v.(string)
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+				out[lo+i].Pending = n
+			}
+		}
 	}
 	return out, nil
 }
 
-// Pending reports whether e is still indexed: a zset of its own segment, or
-// of a later registered segment that had started by now (where Add puts
-// overdue entries), holds the member "<ID>" with score e.ExecAt or the
-// member "<ID>@<ExecAt>".
+// Pending reports whether e is still indexed: a zset on its path (its shard
+// of every family in use) in its own segment, or in a later registered
+// segment that had started by now (where Add puts overdue entries), holds
+// the member "<ID>" with score e.ExecAt or the member "<ID>@<ExecAt>".
 func (ix *Index) Pending(ctx context.Context, e Entry) (ok bool, err error) {
 	defer ix.metrics.observe("pending", time.Now(), &err)
 	own := ix.segmentStart(e.ExecAt)
@@ -672,14 +703,23 @@ func (ix *Index) Pending(ctx context.Context, e Entry) (ok bool, err error) {
 			names = append(names, name)
 		}
 	}
-	shard := ix.shard(e.ID)
+	fams, err := ix.families(ctx, names)
+	if err != nil {
+		return false, fmt.Errorf("zset: pending %d: %w", e.ID, err)
+	}
+	var keys []string
+	for i, name := range names {
+		for f := range fams[i] {
+			keys = append(keys, ix.familyKey(name, f, ix.familyShard(e.ID, f)))
+		}
+	}
 	plain := strconv.FormatUint(e.ID, 10)
 	long := plain + "@" + strconv.FormatInt(e.ExecAt, 10)
-	for c := range slices.Chunk(names, MaxPipeline) {
+	for c := range slices.Chunk(keys, MaxPipeline) {
 		pl := ix.client.Pipeline()
 		cmds := make([]*redis.FloatSliceCmd, len(c))
-		for i, name := range c {
-			cmds[i] = pl.ZMScore(ctx, ix.key(name, shard), plain, long)
+		for i, key := range c {
+			cmds[i] = pl.ZMScore(ctx, key, plain, long)
 		}
 		if _, err := pl.Exec(ctx); err != nil {
 			return false, fmt.Errorf("zset: pending %d: %w", e.ID, err)
@@ -692,27 +732,6 @@ func (ix *Index) Pending(ctx context.Context, e Entry) (ok bool, err error) {
 		}
 	}
 	return false, nil
-}
-
-// cardinalities returns the total ZCARD over all shards of each segment.
-func (ix *Index) cardinalities(ctx context.Context, segs []redis.Z) ([]int64, error) {
-	keys := make([]string, 0, len(segs)*ix.shards)
-	for _, s := range segs {
-		for shard := range ix.shards {
-			keys = append(keys, ix.key(s.Member.(string), shard))
-		}
-	}
-	counts, err := ix.counts(ctx, keys, func(pl redis.Pipeliner, key string) *redis.IntCmd {
-		return pl.ZCard(ctx, key)
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(segs))
-	for i, n := range counts {
-		out[i/ix.shards] += n
-	}
-	return out, nil
 }
 
 // counts runs one integer command per key in pipelines of MaxPipeline.
