@@ -168,7 +168,7 @@ func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) 
 	added := make([]int64, len(segs))
 	for f := 0; f < MaxFamilies; f++ {
 		var calls []scriptCall
-		var owner []int    // segment index per call
+		var owner []int       // segment index per call
 		var members [][]Entry // entries per call
 		var grow []scriptCall
 		for si, s := range segs {

@@ -69,6 +69,8 @@ func TestRedisCluster(t *testing.T) {
 	t.Run("Model", func(t *testing.T) { testModel(t, clusterIndex) })
 	t.Run("BadEntry", func(t *testing.T) { testAddBadEntry(t, clusterIndex) })
 	t.Run("Index", func(t *testing.T) { testIndex(t, clusterIndex) })
+	t.Run("Families", func(t *testing.T) { testFamilies(t, clusterIndex) })
+	t.Run("FamiliesConcurrent", func(t *testing.T) { testFamiliesConcurrent(t, clusterIndex) })
 }
 
 // The foundation's check that go-redis pipelines ZADD and reads
@@ -210,3 +212,7 @@ func testIndex(t *testing.T, newIndex newIndexFunc) {
 		t.Fatalf("backlog after retire = %+v", backlog)
 	}
 }
+
+// Shard families on the real Redis: sealing, growth while scanned.
+func TestRealRedisFamilies(t *testing.T)           { testFamilies(t, realIndex) }
+func TestRealRedisFamiliesConcurrent(t *testing.T) { testFamiliesConcurrent(t, realIndex) }

@@ -1,0 +1,246 @@
+package zset
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestFamilies(t *testing.T)           { testFamilies(t, miniIndex) }
+func TestFamiliesConcurrent(t *testing.T) { testFamiliesConcurrent(t, miniIndex) }
+
+func TestFamilyKeys(t *testing.T) {
+	ix, _, _ := newTestIndex(t, Config{Shards: 4})
+	tests := []struct {
+		f, shard int
+		want     string
+	}{
+		{0, 3, "delayq:202501311459:3"},
+		{1, 7, "delayq:202501311459:1.7"},
+		{5, 0, "delayq:202501311459:5.0"},
+	}
+	for _, tt := range tests {
+		if got := ix.familyKey("202501311459", tt.f, tt.shard); got != tt.want {
+			t.Errorf("familyKey(%d, %d) = %q, want %q", tt.f, tt.shard, got, tt.want)
+		}
+	}
+	if got := len(ix.segmentKeys("202501311459", 3)); got != 4+8+12 {
+		t.Errorf("3 families have %d keys, want 24", got)
+	}
+	for _, id := range []uint64{1, 42, 1 << 62} {
+		if ix.familyShard(id, 0) != ix.shard(id) {
+			t.Errorf("family 0 shard of %d is not its shard", id)
+		}
+	}
+	if got := ix.segmentOf("delayq:202501311459:2.17"); got != "202501311459" {
+		t.Errorf("segmentOf = %q", got)
+	}
+	if got := ix.segmentOf("other:202501311459:2"); got != "" {
+		t.Errorf("segmentOf of another prefix = %q", got)
+	}
+}
+
+// drain scans like the scanner: every due key, Due then Remove, until
+// DueKeys lists nothing, and returns how often each entry came back.
+func drain(t *testing.T, ix *Index, until int64, seen map[Entry]int) {
+	t.Helper()
+	ctx := context.Background()
+	for {
+		keys, err := ix.DueKeys(ctx, until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) == 0 {
+			return
+		}
+		for _, k := range keys {
+			es, err := ix.Due(ctx, k, until, 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				seen[e]++
+			}
+			if err := ix.Remove(ctx, k, es); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// testFamilies: a segment far denser than Shards*Fill spreads over shard
+// families, no zset passes Fill (+ its seal), adding everything again adds
+// nothing, and a scan that runs while the segment grows finds, removes and
+// returns every task exactly once.
+func testFamilies(t *testing.T, newIndex newIndexFunc) {
+	ctx := context.Background()
+	const fill = 4
+	ix, c := newIndex(t, Config{Shards: 2, Fill: fill})
+	seg := ms(t0.Add(time.Minute))
+	var entries []Entry
+	for i := range 300 {
+		entries = append(entries, Entry{ID: uint64(i+1) << 20, ExecAt: seg + int64(i%7)})
+	}
+	// Reused ids: the same id due at another time of the segment.
+	for i := range 20 {
+		entries = append(entries, Entry{ID: uint64(i+1) << 20, ExecAt: seg + 100})
+	}
+	if err := ix.Add(ctx, t0, entries[:150]); err != nil {
+		t.Fatal(err)
+	}
+	for c := range slices.Chunk(entries[150:], 7) {
+		if err := ix.Add(ctx, t0, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Again, shuffled, in other batches: nothing new.
+	again := slices.Clone(entries)
+	rand.Shuffle(len(again), func(i, j int) { again[i], again[j] = again[j], again[i] })
+	for c := range slices.Chunk(again, 13) {
+		if err := ix.Add(ctx, t0, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := ix.segmentName(seg)
+	fams, err := ix.families(ctx, []string{name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fams[0] < 2 {
+		t.Fatalf("%d entries in 2 shards of %d use %d families, want more", len(entries), fill, fams[0])
+	}
+	var total int64
+	for _, k := range ix.segmentKeys(name, MaxFamilies) {
+		n := c.ZCount(ctx, k, "-inf", strconv.FormatInt(maxExecAt, 10)).Val()
+		if all := c.ZCard(ctx, k).Val(); all > fill+1 {
+			t.Fatalf("%s holds %d members, more than fill %d and its seal", k, all, fill)
+		}
+		total += n
+	}
+	if total != int64(len(entries)) {
+		t.Fatalf("the segment holds %d tasks, want %d", total, len(entries))
+	}
+	for _, e := range []Entry{entries[0], entries[299], entries[310]} {
+		if ok, err := ix.Pending(ctx, e); err != nil || !ok {
+			t.Fatalf("Pending(%v) = %v, %v; want true", e, ok, err)
+		}
+	}
+	if b, err := ix.Backlog(ctx); err != nil || len(b) != 1 || b[0].Pending != int64(len(entries)) {
+		t.Fatalf("Backlog = %+v, %v; want %d pending", b, err, len(entries))
+	}
+
+	// Scan while the segment keeps growing.
+	until := seg + 1000
+	seen := map[Entry]int{}
+	var more []Entry
+	for i := range 200 {
+		more = append(more, Entry{ID: uint64(1000+i) << 20, ExecAt: seg + int64(i%5)})
+	}
+	for c := range slices.Chunk(more, 40) {
+		keys, err := ix.DueKeys(ctx, until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys[:len(keys)/2] {
+			es, err := ix.Due(ctx, k, until, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				seen[e]++
+			}
+			if err := ix.Remove(ctx, k, es); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ix.Add(ctx, t0, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, ix, until, seen)
+	for _, e := range append(entries, more...) {
+		if seen[e] != 1 {
+			t.Fatalf("%v came back %d times, want once", e, seen[e])
+		}
+	}
+	if len(seen) != len(entries)+len(more) {
+		t.Fatalf("scan returned %d tasks, want %d", len(seen), len(entries)+len(more))
+	}
+	if b, err := ix.Backlog(ctx); err != nil || len(b) != 1 || b[0].Pending != 0 {
+		t.Fatalf("Backlog after drain = %+v, %v; want 0 pending", b, err)
+	}
+
+	// Retire unlinks the sealed zsets and drops the counts.
+	n, err := ix.Retire(ctx, seg+time.Hour.Milliseconds())
+	if err != nil || n != 1 {
+		t.Fatalf("Retire = %d, %v; want 1", n, err)
+	}
+	pl := c.Pipeline()
+	var cmds []*redis.IntCmd
+	for _, k := range ix.segmentKeys(name, MaxFamilies) {
+		cmds = append(cmds, pl.Exists(ctx, k))
+	}
+	if _, err := pl.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range cmds {
+		if cmd.Val() != 0 {
+			t.Fatalf("key %d of the retired segment is left", i)
+		}
+	}
+	for _, h := range []string{ix.familiesKey(), ix.pendingKey()} {
+		if n := c.HLen(ctx, h).Val(); n != 0 {
+			t.Fatalf("%s keeps %d fields after retire", h, n)
+		}
+	}
+}
+
+// testFamiliesConcurrent: adders grow one segment through its families
+// while a scanner drains it; every task comes back exactly once.
+func testFamiliesConcurrent(t *testing.T, newIndex newIndexFunc) {
+	ctx := context.Background()
+	ix, _ := newIndex(t, Config{Shards: 3, Fill: 5})
+	seg := ms(t0.Add(time.Minute))
+	until := seg + 1000
+	const adders, each = 4, 150
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for a := range adders {
+		wg.Go(func() {
+			for lo := 0; lo < each; lo += 10 {
+				var batch []Entry
+				for i := lo; i < lo+10; i++ {
+					batch = append(batch, Entry{ID: uint64(a*each+i+1) << 16, ExecAt: seg + int64(i%3)})
+				}
+				if err := ix.Add(ctx, t0, batch); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	seen := map[Entry]int{}
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		drain(t, ix, until, seen)
+	}
+	if len(seen) != adders*each {
+		t.Fatalf("scan returned %d tasks, want %d", len(seen), adders*each)
+	}
+	for e, n := range seen {
+		if n != 1 {
+			t.Fatalf("%v came back %d times", e, n)
+		}
+	}
+}
