@@ -225,6 +225,7 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 	// The lock is never released: it expires after the tick, so no other
 	// instance can win this tick late.
 	if err == nil {
+		start := time.Now()
 		err = d.stage.Do(ctx, "emit", policy, func(ctx context.Context) error {
 			n, err := d.emit(ctx, at.Add(d.cfg.Lookahead).UnixMilli())
 			if err == nil && n > 0 {
@@ -232,6 +233,7 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 			}
 			return err
 		})
+		d.observe(phaseEmit, start)
 	}
 	if err != nil {
 		log.Debug("tick given up, the next tick covers it", "err", err)
@@ -240,18 +242,29 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 	}
 	d.metrics.ticks.WithLabelValues(resultWon).Inc()
 
-	if retired, err := d.ix.Retire(ctx, at.Add(-d.cfg.RetireGrace).UnixMilli()); err != nil {
+	start := time.Now()
+	retired, err := d.ix.Retire(ctx, at.Add(-d.cfg.RetireGrace).UnixMilli())
+	d.observe(phaseRetire, start)
+	if err != nil {
 		log.Warn("retire failed", "err", err)
 	} else if retired > 0 {
 		log.Debug("segments retired", "segments", retired)
 	}
 	if backlog {
-		if err := d.refreshBacklog(ctx, at); err != nil {
+		start := time.Now()
+		err := d.refreshBacklog(ctx, at)
+		d.observe(phaseBacklog, start)
+		if err != nil {
 			d.metrics.pending.Reset()
 			log.Warn("backlog failed", "err", err)
 		}
 	}
 	return resultWon
+}
+
+// observe records the time of one phase of a won tick that began at start.
+func (d *Dispatcher) observe(phase string, start time.Time) {
+	d.metrics.seconds.WithLabelValues(phase).Observe(time.Since(start).Seconds())
 }
 
 // backlogTick reports whether the tick at `at` refreshes the backlog gauge:

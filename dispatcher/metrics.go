@@ -23,7 +23,17 @@ type metrics struct {
 	ticks   *prometheus.CounterVec
 	emitted prometheus.Counter
 	pending *prometheus.GaugeVec
+	// seconds is the time a won tick spends per phase: emit (DueKeys and
+	// the scan task write), retire, backlog.
+	seconds *prometheus.HistogramVec
 }
+
+// Phases of a won tick.
+const (
+	phaseEmit    = "emit"
+	phaseRetire  = "retire"
+	phaseBacklog = "backlog"
+)
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
@@ -39,12 +49,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "delayq_pending_tasks",
 			Help: "Tasks pending in the index by when their segment ends: overdue, under_1m, under_1h, under_1d, later. Refreshed by the dispatcher that wins a tick.",
 		}, []string{"due"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "delayq_dispatch_seconds",
+			Help:    "Time a won dispatch tick spends per phase: emit (due zsets listed and scan tasks written), retire, backlog.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1ms to 33s
+		}, []string{"phase"}),
 	}
 	for _, r := range []string{resultWon, resultLost, resultError} {
 		m.ticks.WithLabelValues(r)
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.ticks, m.emitted, m.pending} {
+	for _, c := range []prometheus.Collector{m.ticks, m.emitted, m.pending, m.seconds} {
 		metric.Register(reg, &errs, c)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -366,18 +366,26 @@ func (ix *Index) runAll(ctx context.Context, script *redis.Script, calls []scrip
 	return err
 }
 
-// runAllResults runs script once per call in one pipeline with EVALSHA,
-// then the calls that met NOSCRIPT (a Redis that has not cached the script
-// yet, or a failed-over replica) again with EVAL: a pipeline cannot fall
-// back on its own. pre, if not nil, queues commands ahead of the first
-// pipeline. It returns the reply of each call.
+// runAllResults runs script once per call in one pipeline with EVALSHA. The
+// calls that met NOSCRIPT (a Redis that has not cached the script yet, or a
+// failed-over replica) run again after one SCRIPT LOAD (on every master of a
+// cluster), and those that still meet it (a failover in between) with EVAL:
+// a pipeline cannot fall back on its own, and resending the script text
+// with every call would multiply the request size. pre, if not nil, queues
+// commands ahead of the first pipeline. It returns the reply of each call.
 func (ix *Index) runAllResults(ctx context.Context, script *redis.Script, calls []scriptCall, pre func(redis.Pipeliner)) ([]any, error) {
 	out := make([]any, len(calls))
 	idx := make([]int, len(calls))
 	for i := range idx {
 		idx[i] = i
 	}
-	for _, eval := range []bool{false, true} {
+	for round := range 3 {
+		eval := round == 2
+		if round == 1 {
+			if err := script.Load(ctx, ix.client).Err(); err != nil {
+				return nil, fmt.Errorf("script load: %w", err)
+			}
+		}
 		pl := ix.client.Pipeline()
 		if pre != nil {
 			pre(pl)

@@ -22,6 +22,10 @@ const (
 	metricAccepted  = "delayq_tasks_accepted_total"
 	metricDelivered = "delayq_tasks_delivered_total"
 	metricCPU       = "process_cpu_seconds_total"
+	metricWonTicks  = `delayq_dispatch_ticks_total{result="won"}`
+	metricTickSum   = "delayq_dispatch_seconds_sum"
+	metricEmitSum   = `delayq_dispatch_seconds_sum{phase="emit"}`
+	metricEmitCount = `delayq_dispatch_seconds_count{phase="emit"}`
 )
 
 // Scrape reads delayd's /metrics at addr (host:port) and returns the sum of
@@ -43,12 +47,20 @@ func Scrape(ctx context.Context, client *http.Client, addr string, names ...stri
 }
 
 // ParseMetrics sums the samples of each named metric in Prometheus text
-// format; a name without samples maps to 0.
+// format; a name without samples maps to 0. A name may carry one label
+// selector, `name{label="value"}`: then only the series with that label
+// value count.
 func ParseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 	out := make(map[string]float64, len(names))
 	want := make(map[string]bool, len(names))
+	selectors := make(map[string][][2]string) // name -> (selector, key)
 	for _, n := range names {
-		out[n], want[n] = 0, true
+		out[n] = 0
+		if base, sel, ok := strings.Cut(n, "{"); ok {
+			selectors[base] = append(selectors[base], [2]string{strings.TrimSuffix(sel, "}"), n})
+			continue
+		}
+		want[n] = true
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -61,7 +73,19 @@ func ParseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 		if i := strings.IndexAny(line, "{ "); i >= 0 {
 			name = line[:i]
 		}
-		if !want[name] {
+		var keys []string
+		if want[name] {
+			keys = append(keys, name)
+		}
+		if len(line) > len(name) && line[len(name)] == '{' {
+			labels, _, _ := strings.Cut(line[len(name)+1:], "}")
+			for _, sk := range selectors[name] {
+				if slices.Contains(strings.Split(labels, ","), sk[0]) {
+					keys = append(keys, sk[1])
+				}
+			}
+		}
+		if len(keys) == 0 {
 			continue
 		}
 		// The value follows the last space (no timestamps in delayd's output;
@@ -78,7 +102,9 @@ func ParseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("metrics: %q: %w", line, err)
 		}
-		out[name] += v
+		for _, k := range keys {
+			out[k] += v
+		}
 	}
 	return out, sc.Err()
 }
@@ -135,9 +161,12 @@ type ZsetCensus struct {
 	Members, MaxMembers       int64
 }
 
-// Census counts the members and encodings of every zset under prefix
-// (keys "{prefix}:*" except the segment registry), by SCAN on every
-// master.
+// Census counts the tasks and encodings of every zset under prefix (keys
+// "{prefix}:*" except the segment registry), by SCAN on every master. A
+// zset's tasks are its members with a finite score: a sealed zset of a
+// shard family also holds one seal member (score +inf), which is not a
+// task. MaxMembers counts every member, the seal too (what the listpack
+// limit sees).
 func Census(ctx context.Context, rdb redis.UniversalClient, prefix string) (ZsetCensus, error) {
 	var c ZsetCensus
 	registry := prefix + ":segments"
@@ -151,10 +180,12 @@ func Census(ctx context.Context, rdb redis.UniversalClient, prefix string) (Zset
 		pl := rdb.Pipeline()
 		types := make([]*redis.StatusCmd, len(chunk))
 		cards := make([]*redis.IntCmd, len(chunk))
+		tasks := make([]*redis.IntCmd, len(chunk))
 		encs := make([]*redis.StringCmd, len(chunk))
 		for i, k := range chunk {
 			types[i] = pl.Type(ctx, k)
 			cards[i] = pl.ZCard(ctx, k)
+			tasks[i] = pl.ZCount(ctx, k, "-inf", "(+inf")
 			encs[i] = pl.ObjectEncoding(ctx, k)
 		}
 		// A key of another type (a redsync lock) fails ZCARD: judge per key.
@@ -168,7 +199,7 @@ func Census(ctx context.Context, rdb redis.UniversalClient, prefix string) (Zset
 				continue // deleted between SCAN and ZCARD
 			}
 			c.Zsets++
-			c.Members += n
+			c.Members += tasks[i].Val()
 			c.MaxMembers = max(c.MaxMembers, n)
 			switch encs[i].Val() {
 			case "listpack", "ziplist":

@@ -67,6 +67,8 @@ type Delayq struct {
 
 	Redis *RedisFigures `json:"redis,omitempty"`
 	CPU   CPUFigures    `json:"cpu"`
+	// Dispatch is the dispatcher's per-tick time during the run.
+	Dispatch *DispatchFigures `json:"dispatch,omitempty"`
 	// Bins is lateness over due time, what the plot shows.
 	Bins []Bin `json:"lateness_bins,omitempty"`
 
@@ -163,6 +165,10 @@ func (r *Report) WriteSummary(w io.Writer) {
 				rf.BytesPerPending, rf.Pending, rf.UsedBefore, rf.UsedAfter)
 			p("                   %d zsets: %d listpack, %d skiplist; members max %d, mean %.1f\n",
 				rf.Zsets, rf.Listpack, rf.Skiplist, rf.MaxMembers, rf.MeanMembers)
+		}
+		if f := d.Dispatch; f != nil {
+			p("  dispatch         %d won ticks: mean %.1fms (emit %.1fms), max %.1fms per tick over %v windows\n",
+				f.WonTicks, f.MeanTickMs, f.MeanEmitMs, f.MaxTickMs, dispatchEvery)
 		}
 		c := d.CPU
 		p("  delayd cpu       %.3fs per 1,000 tasks (submit %.1fs, deliver %.1fs, total %.1fs)\n",

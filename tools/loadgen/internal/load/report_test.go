@@ -173,11 +173,13 @@ delayq_tasks_failed_total{reason="store x y"} 4
 process_cpu_seconds_total 1.5e+01
 delayq_tasks_accepted_total_other 99
 `
-	got, err := ParseMetrics(strings.NewReader(text), "delayq_tasks_accepted_total", "delayq_tasks_failed_total", "process_cpu_seconds_total", "absent")
+	got, err := ParseMetrics(strings.NewReader(text), "delayq_tasks_accepted_total", "delayq_tasks_failed_total",
+		"process_cpu_seconds_total", "absent", `delayq_tasks_failed_total{reason="contract"}`, `delayq_tasks_failed_total{reason="other"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]float64{"delayq_tasks_accepted_total": 12345, "delayq_tasks_failed_total": 7, "process_cpu_seconds_total": 15, "absent": 0}
+	want := map[string]float64{"delayq_tasks_accepted_total": 12345, "delayq_tasks_failed_total": 7, "process_cpu_seconds_total": 15, "absent": 0,
+		`delayq_tasks_failed_total{reason="contract"}`: 3, `delayq_tasks_failed_total{reason="other"}`: 0}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)

@@ -97,6 +97,13 @@ func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*De
 		return nil, err
 	}
 
+	stopDispatch := sampleDispatch(ctx, cfg.Delayd)
+	defer func() {
+		if stopDispatch != nil {
+			d.Dispatch = stopDispatch()
+		}
+	}()
+
 	start := time.Now()
 	tally := NewTally(cfg.Tasks)
 	src, err := newTaskSource(cfg, start, tally)
@@ -194,6 +201,8 @@ func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*De
 	d.CPU.TotalSeconds = end[metricCPU] - before[metricCPU]
 	d.CPU.DeliverSeconds = d.CPU.TotalSeconds - d.CPU.SubmitSeconds
 	d.CPU.PerThousand = d.CPU.TotalSeconds / (float64(cfg.Tasks) / 1000)
+	d.Dispatch = stopDispatch()
+	stopDispatch = nil
 
 	stopCollect()
 	waitCollect()
