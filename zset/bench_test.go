@@ -3,6 +3,7 @@ package zset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func BenchmarkRemove(b *testing.B) {
 	ctx := context.Background()
 	for _, size := range []int{100, 1000} {
 		b.Run(strconv.Itoa(size), func(b *testing.B) {
-			ix := benchIndex(b, Config{Shards: 1})
+			ix := benchIndex(b, Config{Shards: 1, Fill: 1 << 20}) // one zset
 			at := time.Now().Add(time.Hour).UnixMilli()
 			es := make([]Entry, size)
 			for i := range es {
@@ -161,15 +162,88 @@ func BenchmarkMemory(b *testing.B) {
 	}
 }
 
-// dropSegment deletes the zsets of the segment holding at.
+// BenchmarkAddDense adds batches of 1,000 entries into one segment that
+// grows through its shard families (256 shards, fill 127: family f has
+// 256*(f+1) zsets), as a burst or a busy minute does. "fresh": new ids,
+// the segment restarting every 500,000 entries (about 8 families); "again
+// first"/"again last": re-adding 1,000 tasks of a 500,000-task segment that
+// sit in family 0 / in its last family, whose path crosses every sealed
+// zset before it.
+func BenchmarkAddDense(b *testing.B) {
+	ctx := context.Background()
+	const size, segment = 1000, 500_000
+	at := time.Now().Add(time.Hour).Truncate(time.Minute).UnixMilli()
+	entry := func(i int) Entry { return Entry{ID: uint64(1<<40+i) << 12, ExecAt: at + int64(i%60_000)} }
+	fill := func(b *testing.B, ix *Index, from, n int) []Entry {
+		es := make([]Entry, 0, n)
+		for i := from; i < from+n; i++ {
+			es = append(es, entry(i))
+		}
+		for c := range slices.Chunk(es, size) {
+			if err := ix.Add(ctx, time.Now(), c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return es
+	}
+	b.Run("fresh", func(b *testing.B) {
+		ix := benchIndex(b, Config{})
+		b.ReportAllocs()
+		next, n := 0, 0
+		for b.Loop() {
+			if next >= segment {
+				b.StopTimer()
+				dropSegment(b, ix, at)
+				next = 0
+				b.StartTimer()
+			}
+			fill(b, ix, n*size, size)
+			next += size
+			n++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*size), "ns/entry")
+	})
+	for _, tc := range []struct {
+		name string
+		from int
+	}{{"again_first", 0}, {"again_last", segment - size}} {
+		b.Run(tc.name, func(b *testing.B) {
+			ix := benchIndex(b, Config{})
+			es := fill(b, ix, 0, segment)
+			fams, err := ix.families(ctx, []string{ix.segmentName(ix.segmentStart(at))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch := es[tc.from : tc.from+size]
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if err := ix.Add(ctx, time.Now(), batch); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*size), "ns/entry")
+			b.ReportMetric(float64(fams[0]), "families")
+		})
+	}
+}
+
+// dropSegment deletes the zsets of the segment holding at, every family.
 func dropSegment(b *testing.B, ix *Index, at int64) {
 	ctx := context.Background()
 	name := ix.segmentName(ix.segmentStart(at))
+	fams, err := ix.families(ctx, []string{name})
+	if err != nil {
+		b.Fatal(err)
+	}
 	pl := ix.client.Pipeline()
-	for shard := range ix.shards {
-		pl.Del(ctx, ix.key(name, shard))
+	for _, k := range ix.segmentKeys(name, fams[0]) {
+		pl.Unlink(ctx, k)
 	}
 	pl.ZRem(ctx, ix.registry, name)
+	pl.HDel(ctx, ix.familiesKey(), name)
+	pl.HDel(ctx, ix.pendingKey(), name)
 	if _, err := pl.Exec(ctx); err != nil {
 		b.Fatal(err)
 	}
