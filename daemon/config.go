@@ -42,6 +42,11 @@ type Config struct {
 	Salts       int           // HBase salt buckets = pre-split regions; default 16
 	Segment     time.Duration // Redis segment length; default 1m
 	Shards      int           // zsets per segment; default zset.DefaultShards (256)
+	// ZsetFill is how many tasks a zset takes before it seals and its
+	// shard's further tasks go to the next shard family; default
+	// zset.DefaultFill (127). Keep it under Redis's
+	// zset-max-listpack-entries.
+	ZsetFill int
 	Partitions  int           // partitions of the topics delayd creates; default 8
 	ScanWorkers int           // scanner goroutines per partition; default 8
 	// ScanCoalesce rounds scanner wake-ups up to its multiples
@@ -131,6 +136,9 @@ func (c *Config) setDefaults() {
 	if c.Shards == 0 {
 		c.Shards = zset.DefaultShards
 	}
+	if c.ZsetFill == 0 {
+		c.ZsetFill = zset.DefaultFill
+	}
 	if c.Partitions == 0 {
 		c.Partitions = topics.DefaultPartitions
 	}
@@ -170,6 +178,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Shards < 1 {
 		bad("shards: %d must be at least 1", c.Shards)
+	}
+	if c.ZsetFill < 1 {
+		bad("zset-fill: %d must be at least 1", c.ZsetFill)
 	}
 	if c.Partitions < 1 {
 		bad("partitions: %d must be at least 1", c.Partitions)

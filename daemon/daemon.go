@@ -166,7 +166,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	ix, err := zset.New(rdb, zset.Config{Prefix: cfg.Prefix, Segment: cfg.Segment, Shards: cfg.Shards, Registerer: d.reg})
+	ix, err := zset.New(rdb, zset.Config{Prefix: cfg.Prefix, Segment: cfg.Segment, Shards: cfg.Shards, Fill: cfg.ZsetFill, Registerer: d.reg})
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,12 @@
 //     their pending_tasks series, so exactly one instance exports it and
 //     sum() over instances is the backlog.
 //
+// delayq_dispatch_seconds times each of these phases (emit = 1 and 2,
+// retire, backlog). Each is bounded by what is due, not by what is stored:
+// DueKeys looks at the segments that have started only, Retire at the ones
+// that ended, and zset.Index.Backlog reads per-segment counts (a registry
+// read and one HMGET per few thousand segments), not one ZCARD per zset.
+//
 // Invariants: a missed or failed tick loses nothing, because a scan has an
 // upper bound only and a zset that is not drained stays registered and due;
 // the next tick lists it again. redsync has no fencing, so two instances can

@@ -36,10 +36,37 @@
 //     id mod shards would spread them badly. Every task of one id and
 //     segment lands in the same zset.
 //
+// A segment that receives more than about Shards*Fill tasks also uses the
+// zsets of further shard families (next section):
+//
+//	{prefix}:{segment}:{family}.{shard}   e.g. delayq:202501311459:3.700
+//
 // The registry {prefix}:segments is one sorted set with member = segment
 // string and score = segment start (unix ms). It lists every segment that
 // may hold members. Readers find zsets through the registry and never use
-// KEYS or SCAN.
+// KEYS or SCAN. Two hashes go with it: {prefix}:families (field = segment,
+// value = shard families in use, only for segments with more than one) and
+// {prefix}:pending (field = segment, value = members added minus members
+// removed, what Backlog reports).
+//
+// # Shard families
+//
+// The number of zsets a segment uses follows how many tasks fall in it, so
+// that every zset stays a listpack whatever the distribution of due times.
+// Family f of a segment has Shards*(f+1) zsets; a task's shard in family f
+// is mix64(id) mod Shards*(f+1), so its path (family 0, 1, 2, ...) depends
+// on its id only. A zset takes tasks until it holds Config.Fill members
+// (default 127), then seals: it gets the member "~" with score +inf (never
+// due, never a task) and takes no new task again, even once drained. Add
+// walks each task down its path with placeScript, one family per pipeline
+// round trip: in each zset the task is either already there (done: the same
+// task added again), or the zset is open (added), or sealed (on to the next
+// family). Family MaxFamilies-1 never seals. Before Add writes into family
+// f >= 1 of a segment it raises the segment's count in {prefix}:families to
+// f+1, and readers (DueKeys, Retire, Pending) list the zsets of every
+// family counted there. A uniform hour with the defaults stays in family 0
+// (the layout before families); a million tasks due in one second use
+// families 0-7, 9,216 zsets.
 //
 // # Invariants
 //
@@ -47,6 +74,15 @@
 //     pipeline as) the members of that segment, so a segment with members is
 //     registered. Add re-registers on every call, which heals a segment that
 //     was retired concurrently.
+//   - Add records family f+1 of a segment in {prefix}:families before it
+//     writes a member into family f, so DueKeys lists every zset holding
+//     members (a tick that read the count just before it grew lists the new
+//     family's zsets at the next tick: scans have an upper bound only).
+//   - A sealed zset never takes a new task, and a task's path depends on its
+//     id only, so adding a task again finds it wherever it went first,
+//     however far the segment has grown since: one task, one member, one
+//     zset, whatever the interleaving of Adds (each zset's step is one
+//     script) and scans.
 //   - A task whose segment has already ended (segment end <= now) lands in
 //     the segment of now instead, with its score still its exec_at. The
 //     dispatcher therefore never needs to look at a segment after it ended
@@ -54,7 +90,9 @@
 //     consequence: an entry lives in its own segment or in a later one
 //     (Pending checks both).
 //   - Retire removes a segment from the registry only when the segment ended
-//     before the given time and all its shards are empty. Since Add never
+//     before the given time and all its zsets hold no task; it unlinks the
+//     zsets (sealed ones keep their seal member) and drops the segment's
+//     fields of the two hashes. Since Add never
 //     writes into an ended segment, a grace period longer than the clock skew
 //     between processes makes this race free.
 //   - Same id + same exec_at added twice is one member: ZADD NX adds nothing
@@ -92,26 +130,29 @@
 // string of about 32 bytes, which is why it is only used for the rare
 // reused id. Past the limit a zset converts to a skiplist plus dict at about
 // 125 bytes per member and never converts back, even when drained. Each key
-// also costs about 100 bytes of its own. Segment length and shard count are
-// the levers: pending tasks per segment / Shards should stay well under the
-// listpack limit. With the defaults (1-minute segments, 256 shards) a
-// million tasks due uniformly over an hour are 16.7k per segment, 65 per
-// zset on average; denser backlogs want more shards or shorter segments.
-// Measured figures are in the README, "Performance".
+// also costs about 100 bytes of its own. Shard families keep every zset at
+// most Fill + 1 members (Fill tasks and the seal), under the listpack limit
+// when Fill < zset-max-listpack-entries, and fill the zsets of a dense
+// segment to Fill before opening more: a dense segment costs about the
+// listpack bytes of its members plus one key per Fill tasks. A sparse
+// segment (fewer tasks than Shards) still pays a key per task: shorter
+// segments or fewer shards help there. Measured figures are in the README,
+// "Performance".
 //
 // # Costs
 //
-// Add sends one ZADD NX per zset, pipelined; only the ZADD NX calls that
-// added fewer members than they carried (tasks added again, reused ids) are
-// followed by one check script each (one ZMSCORE, plus a ZADD of the
-// "<id>@<exec_at>" members it needs). Remove runs one script per MaxArgs/2
-// entries (a ZMSCORE and a ZREM). DueKeys issues one ZCOUNT per shard of
-// every registered segment that has started, which is normally the current
-// segment and perhaps one or two undrained ones. Backlog and Retire issue
-// one ZCARD per shard of every segment they look at; Backlog looks at all
-// registered segments, so with a deep future backlog (30 days of 1-minute
-// segments x 256 shards is 11M commands) call it sparingly. Commands are
-// sent in pipelines of at most MaxPipeline commands.
+// Add sends one placeScript per zset touched (a ZSCORE per task, a ZADD per
+// new one), pipelined, in one round trip per family the batch reaches, then
+// one HINCRBY per segment. A task in family f costs f+1 script steps.
+// Remove runs one script per MaxArgs/2 entries (a ZMSCORE and a ZREM) and
+// one HINCRBY. DueKeys reads the registry and the family counts of the
+// segments that have started, and issues one ZCOUNT per zset of every
+// family in use there (normally the current segment and perhaps one or two
+// undrained ones). Retire issues one ZCOUNT per zset of the ended segments
+// and one UNLINK per zset of those it retires. Backlog reads the registry
+// and the pending hash: a few commands however deep the backlog (30 days of
+// 1-minute segments is 43,200 registry members and 9 HMGETs), not one per
+// zset. Commands are sent in pipelines of at most MaxPipeline commands.
 //
 // Index is safe for concurrent use; it starts no goroutines.
 package zset
