@@ -159,6 +159,9 @@ func scanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([
 type ZsetCensus struct {
 	Zsets, Listpack, Skiplist int
 	Members, MaxMembers       int64
+	// Bytes is the sum of MEMORY USAGE (SAMPLES 0: exact for listpacks)
+	// over every key under the prefix, registry and hashes included.
+	Bytes int64
 }
 
 // Census counts the tasks and encodings of every zset under prefix (keys
@@ -175,6 +178,9 @@ func Census(ctx context.Context, rdb redis.UniversalClient, prefix string) (Zset
 		return c, fmt.Errorf("redis scan %s:*: %w", prefix, err)
 	}
 	keys := slices.DeleteFunc(all, func(k string) bool { return k == registry })
+	if n, err := rdb.MemoryUsage(ctx, registry, 0).Result(); err == nil {
+		c.Bytes += n
+	}
 	for lo := 0; lo < len(keys); lo += 1000 {
 		chunk := keys[lo:min(lo+1000, len(keys))]
 		pl := rdb.Pipeline()
@@ -182,7 +188,9 @@ func Census(ctx context.Context, rdb redis.UniversalClient, prefix string) (Zset
 		cards := make([]*redis.IntCmd, len(chunk))
 		tasks := make([]*redis.IntCmd, len(chunk))
 		encs := make([]*redis.StringCmd, len(chunk))
+		mems := make([]*redis.IntCmd, len(chunk))
 		for i, k := range chunk {
+			mems[i] = pl.MemoryUsage(ctx, k, 0)
 			types[i] = pl.Type(ctx, k)
 			cards[i] = pl.ZCard(ctx, k)
 			tasks[i] = pl.ZCount(ctx, k, "-inf", "(+inf")
@@ -191,6 +199,7 @@ func Census(ctx context.Context, rdb redis.UniversalClient, prefix string) (Zset
 		// A key of another type (a redsync lock) fails ZCARD: judge per key.
 		_, _ = pl.Exec(ctx)
 		for i := range chunk {
+			c.Bytes += mems[i].Val()
 			if types[i].Val() != "zset" {
 				continue
 			}

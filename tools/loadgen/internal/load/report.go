@@ -89,6 +89,11 @@ type RedisFigures struct {
 	Skiplist        int     `json:"skiplist"`
 	MaxMembers      int64   `json:"max_members"`
 	MeanMembers     float64 `json:"mean_members"`
+	// KeyBytes is the MEMORY USAGE of the index's keys; KeyBytesPerPending
+	// it over Pending: unlike the used_memory growth it is not moved by
+	// client buffers or allocator state, nor by other users of the Redis.
+	KeyBytes           int64   `json:"key_bytes"`
+	KeyBytesPerPending float64 `json:"key_bytes_per_pending"`
 }
 
 // CPUFigures is delayd's CPU time (process_cpu_seconds_total) during the run.
@@ -163,6 +168,8 @@ func (r *Report) WriteSummary(w io.Writer) {
 		if rf := d.Redis; rf != nil {
 			p("  redis            %.1f bytes/pending task (%d pending, used_memory %d -> %d)\n",
 				rf.BytesPerPending, rf.Pending, rf.UsedBefore, rf.UsedAfter)
+			p("                   %.1f bytes/pending task by MEMORY USAGE of the index keys (%d bytes)\n",
+				rf.KeyBytesPerPending, rf.KeyBytes)
 			p("                   %d zsets: %d listpack, %d skiplist; members max %d, mean %.1f\n",
 				rf.Zsets, rf.Listpack, rf.Skiplist, rf.MaxMembers, rf.MeanMembers)
 		}

@@ -173,9 +173,11 @@ func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*De
 	rf := &RedisFigures{
 		UsedBefore: usedBefore, UsedAfter: usedAfter, Pending: census.Members,
 		Zsets: census.Zsets, Listpack: census.Listpack, Skiplist: census.Skiplist, MaxMembers: census.MaxMembers,
+		KeyBytes: census.Bytes,
 	}
 	if census.Members > 0 {
 		rf.BytesPerPending = float64(usedAfter-usedBefore) / float64(census.Members)
+		rf.KeyBytesPerPending = float64(census.Bytes) / float64(census.Members)
 	}
 	if census.Zsets > 0 {
 		rf.MeanMembers = float64(census.Members) / float64(census.Zsets)
