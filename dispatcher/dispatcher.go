@@ -59,9 +59,10 @@ type Config struct {
 	// (until = T, late by up to one tick).
 	Lookahead time.Duration
 	// BacklogEvery is the period of the pending_tasks gauge: the winner of
-	// the first tick of every period refreshes it (Index.Backlog costs one
-	// command per segment and shard). Default max(Tick, 1m); negative turns
-	// the gauge off.
+	// the first tick of every period refreshes it (zset's Index.Backlog
+	// reads the registry and per-segment counts: a few commands per
+	// thousands of segments). Default max(Tick, 1m); negative turns the
+	// gauge off.
 	BacklogEvery time.Duration
 	// Backoff bounds the waits between retries of a won tick's calls while
 	// Redis or Kafka is down; they go on until the tick's time is up.
