@@ -244,3 +244,25 @@ func testFamiliesConcurrent(t *testing.T, newIndex newIndexFunc) {
 		}
 	}
 }
+
+// A segment written without pending counts (an index from before them) is
+// counted zset by zset.
+func TestBacklogWithoutCounts(t *testing.T) {
+	ctx := context.Background()
+	ix, _, c := newTestIndex(t, Config{Shards: 4})
+	var entries []Entry
+	for i := range 10 {
+		entries = append(entries, Entry{ID: uint64(i + 1), ExecAt: ms(t0.Add(time.Minute)) + int64(i)})
+	}
+	if err := ix.Add(ctx, t0, entries); err != nil {
+		t.Fatal(err)
+	}
+	c.Del(ctx, ix.pendingKey())
+	got, err := ix.Backlog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Pending != 10 {
+		t.Fatalf("Backlog = %+v, want 10 pending", got)
+	}
+}

@@ -663,7 +663,11 @@ func (ix *Index) Retire(ctx context.Context, before int64) (n int, err error) {
 // (members added minus members removed), so it costs one ZRANGE of the
 // registry and one HMGET per MaxArgs segments, not one command per zset. A
 // process that dies between writing members and counting them leaves a
-// segment's count off by that batch until the segment retires.
+// segment's count off by that batch until the segment retires. A segment
+// without a count (written by a delayq from before the counts) is counted
+// zset by zset; one that got counts only after the upgrade (new tasks, or
+// removals, which may take it below zero: read as 0) reports those alone
+// until it retires.
 func (ix *Index) Backlog(ctx context.Context) (out []SegmentCount, err error) {
 	defer ix.metrics.observe("backlog", time.Now(), &err)
 	segs, err := ix.segments(ctx, "-inf", "+inf")
@@ -677,19 +681,64 @@ func (ix *Index) Backlog(ctx context.Context) (out []SegmentCount, err error) {
 		names[i] = s.Member.(string)
 		out[i] = SegmentCount{Segment: names[i], Start: start, End: start + ix.segMs}
 	}
+	var uncounted []int // segments without a count: written before counts
 	for lo := 0; lo < len(names); lo += MaxArgs {
 		vals, err := ix.client.HMGet(ctx, ix.pendingKey(), names[lo:min(lo+MaxArgs, len(names))]...).Result()
 		if err != nil {
 			return nil, fmt.Errorf("zset: backlog: %w", err)
 		}
 		for i, v := range vals {
-			s, _ := v.(string)
+			s, ok := v.(string)
+			if !ok {
+				uncounted = append(uncounted, lo+i)
+				continue
+			}
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
 				out[lo+i].Pending = n
 			}
 		}
 	}
+	if len(uncounted) > 0 {
+		if err := ix.countUncounted(ctx, out, uncounted); err != nil {
+			return nil, fmt.Errorf("zset: backlog: %w", err)
+		}
+	}
 	return out, nil
+}
+
+// countUncounted sets the Pending of out[i] for each i in idx by counting
+// the tasks in every zset of the segment: the segments that an index
+// without pending counts wrote (family 0 only) have no field, so Backlog
+// stays right across an upgrade, at the old cost for those segments only.
+func (ix *Index) countUncounted(ctx context.Context, out []SegmentCount, idx []int) error {
+	names := make([]string, len(idx))
+	for j, i := range idx {
+		names[j] = out[i].Segment
+	}
+	fams, err := ix.families(ctx, names)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	ends := make([]int, len(idx))
+	for j, name := range names {
+		keys = append(keys, ix.segmentKeys(name, fams[j])...)
+		ends[j] = len(keys)
+	}
+	counts, err := ix.counts(ctx, keys, func(pl redis.Pipeliner, key string) *redis.IntCmd {
+		return pl.ZCount(ctx, key, "-inf", strconv.FormatInt(maxExecAt, 10))
+	})
+	if err != nil {
+		return err
+	}
+	lo := 0
+	for j, i := range idx {
+		for _, n := range counts[lo:ends[j]] {
+			out[i].Pending += n
+		}
+		lo = ends[j]
+	}
+	return nil
 }
 
 // Pending reports whether e is still indexed: a zset on its path (its shard
