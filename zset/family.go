@@ -103,51 +103,83 @@ return 0
 
 // placeScript places the tasks (exec_at, id) of ARGV[3..] in the zset
 // KEYS[1], a shard of one family, and returns {added, not placed...}: the
-// members it added and the 0-based positions of the tasks the caller must
+// members it added and the 1-based positions of the tasks the caller must
 // take to the next family. A task already there (plain id with its score,
-// or "<id>@<exec_at>") is left as it is. A zset that is sealed (holds
-// sealMember) takes no new task; an open zset takes tasks until it holds
-// ARGV[1] members, then seals. ARGV[2] = "1" marks the last family, which
-// never seals.
+// or "<id>@<exec_at>") is left as it is, and so is a task repeated in the
+// call. A zset that is sealed (holds sealMember) takes no new task; an open
+// zset takes tasks until it holds ARGV[1] members, then seals. ARGV[2] =
+// "1" marks the last family, which never seals.
+//
+// Whatever the number of tasks it issues a fixed number of commands: one
+// ZMSCORE of the seal and the plain ids, a second one of the "<id>@<exec_at>"
+// forms only when an id is held at another time, one ZCARD, one ZADD.
 var placeScript = redis.NewScript(`
 local key = KEYS[1]
 local fill = tonumber(ARGV[1])
 local last = ARGV[2] == '1'
-local sealed = redis.call('ZSCORE', key, '` + sealMember + `') ~= false
-local n = -1
-local added = 0
-local out = {0}
+local names = {'` + sealMember + `'}
+for i = 4, #ARGV, 2 do
+	names[#names + 1] = ARGV[i]
+end
+local sc = redis.call('ZMSCORE', key, unpack(names))
+local sealed = sc[1] ~= false
+local plain = {}
+for j = 2, #names do
+	if sc[j] then
+		plain[names[j]] = tonumber(sc[j])
+	end
+end
+local members = {}
+local long = {}
 for i = 3, #ARGV, 2 do
 	local at, id = ARGV[i], ARGV[i + 1]
-	local s = redis.call('ZSCORE', key, id)
-	local member = id
-	local here = false
-	if s then
-		if tonumber(s) == tonumber(at) then
-			here = true
-		else
-			member = id .. '@' .. at
-			here = redis.call('ZSCORE', key, member) ~= false
-		end
+	local held = plain[id]
+	if held == nil then
+		plain[id] = tonumber(at)
+		members[#members + 1] = id
+	elseif held == tonumber(at) then
+		members[#members + 1] = false
+	else
+		local m = id .. '@' .. at
+		members[#members + 1] = m
+		long[#long + 1] = m
 	end
-	if not here then
-		if not sealed and n < 0 then
-			n = redis.call('ZCARD', key)
-		end
-		if not sealed and n >= fill and not last then
-			redis.call('ZADD', key, '+inf', '` + sealMember + `')
-			sealed = true
-		end
-		if sealed then
-			out[#out + 1] = (i - 3) / 2
-		else
-			redis.call('ZADD', key, at, member)
-			n = n + 1
-			added = added + 1
+end
+local have = {}
+if #long > 0 then
+	local ls = redis.call('ZMSCORE', key, unpack(long))
+	for j = 1, #long do
+		if ls[j] then
+			have[long[j]] = true
 		end
 	end
 end
-out[1] = added
+local room = 0
+if not sealed then
+	room = fill - redis.call('ZCARD', key)
+end
+local add = {}
+local out = {0}
+for k = 1, #members do
+	local m = members[k]
+	if m and not have[m] then
+		have[m] = true
+		if last or room > 0 then
+			add[#add + 1] = ARGV[2 * k + 1]
+			add[#add + 1] = m
+			room = room - 1
+		else
+			out[#out + 1] = k
+		end
+	end
+end
+if #add > 0 then
+	redis.call('ZADD', key, unpack(add))
+end
+if #out > 1 and not sealed then
+	redis.call('ZADD', key, '+inf', '` + sealMember + `')
+end
+out[1] = #add / 2
 return out
 `)
 
@@ -244,7 +276,7 @@ func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) 
 				added[si] += n
 				for _, v := range vals[1:] {
 					j, _ := v.(int64)
-					segs[si].entries = append(segs[si].entries, members[lo+i][j])
+					segs[si].entries = append(segs[si].entries, members[lo+i][j-1])
 				}
 			}
 		}
