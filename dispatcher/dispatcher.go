@@ -19,7 +19,7 @@ import (
 
 // Index is the part of the zset index the dispatcher uses.
 type Index interface {
-	DueKeys(ctx context.Context, until int64) ([]string, error)
+	DueGroups(ctx context.Context, until int64) ([]zset.Group, error)
 	Retire(ctx context.Context, before int64) (int, error)
 	Backlog(ctx context.Context) ([]zset.SegmentCount, error)
 }
@@ -277,19 +277,20 @@ func (d *Dispatcher) backlogTick(at time.Time) bool {
 	return every > 0 && at.UnixMilli()%every < d.cfg.Tick.Milliseconds()
 }
 
-// emit writes one scan task per due zset in one batch and returns how many.
+// emit writes one scan task per due group of zsets (zset.Group) in one
+// batch and returns how many.
 func (d *Dispatcher) emit(ctx context.Context, until int64) (int, error) {
-	keys, err := d.ix.DueKeys(ctx, until)
+	groups, err := d.ix.DueGroups(ctx, until)
 	if err != nil {
 		return 0, fmt.Errorf("dispatcher: due keys: %w", err)
 	}
-	if len(keys) == 0 {
+	if len(groups) == 0 {
 		return 0, nil
 	}
-	msgs := make([]kafka.Message, len(keys))
+	msgs := make([]kafka.Message, len(groups))
 	now := time.Now() // kafka-go sends timestamp 0 for a zero Time
-	for i, k := range keys {
-		msgs[i] = scantask.Task{Zset: k, Until: until}.Message()
+	for i, g := range groups {
+		msgs[i] = scanTask(g, until).Message()
 		msgs[i].Topic = d.cfg.ScanTopic
 		msgs[i].Time = now
 	}
@@ -298,6 +299,17 @@ func (d *Dispatcher) emit(ctx context.Context, until int64) (int, error) {
 	}
 	d.metrics.emitted.Add(float64(len(msgs)))
 	return len(msgs), nil
+}
+
+// scanTask returns the scan task of g: its head and its other due zsets.
+func scanTask(g zset.Group, until int64) scantask.Task {
+	t := scantask.Task{Zset: g.Head, Until: until}
+	for _, k := range g.Due {
+		if k != g.Head {
+			t.More = append(t.More, k)
+		}
+	}
+	return t
 }
 
 // refreshBacklog sets the pending_tasks gauge from the index backlog,

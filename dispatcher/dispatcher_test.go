@@ -134,17 +134,19 @@ func (f *fakeScanner) WriteMessages(ctx context.Context, msgs ...kafka.Message) 
 			return errors.New("wrong topic " + m.Topic)
 		}
 		batch = append(batch, s)
-		es, err := f.ix.Due(ctx, s.Zset, s.Until, 0)
-		if err != nil {
-			return err
-		}
-		now := time.Now().UnixMilli()
-		for _, e := range es {
-			f.scanned[e] = append(f.scanned[e], now)
-			f.delivered[e] = append(f.delivered[e], max(now, e.ExecAt))
-		}
-		if err := f.ix.Remove(ctx, s.Zset, es); err != nil {
-			return err
+		for _, k := range s.Keys() {
+			es, err := f.ix.Due(ctx, k, s.Until, 0)
+			if err != nil {
+				return err
+			}
+			now := time.Now().UnixMilli()
+			for _, e := range es {
+				f.scanned[e] = append(f.scanned[e], now)
+				f.delivered[e] = append(f.delivered[e], max(now, e.ExecAt))
+			}
+			if err := f.ix.Remove(ctx, k, es); err != nil {
+				return err
+			}
 		}
 	}
 	f.writes = append(f.writes, batch)
@@ -168,7 +170,8 @@ func counter(t *testing.T, c prometheus.Collector) float64 {
 // before its exec_at (the lookahead of one tick) or the first after it when
 // it was overdue, and delivered at its exec_at, never before; nothing due
 // after the lookahead is scanned, drained segments retire and a failed
-// write loses nothing.
+// write loses nothing. Zsets seal at 5 members, so the 50 tasks due at +90s
+// spread over shard families and reach the scanner as group tasks.
 func TestTwoDispatchersShareRedis(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -184,7 +187,7 @@ func TestTwoDispatchersShareRedis(t *testing.T) {
 		}
 		c := newClient()
 		defer c.Close()
-		ix, err := zset.New(c, zset.Config{Shards: 4})
+		ix, err := zset.New(c, zset.Config{Shards: 4, Fill: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +219,7 @@ func TestTwoDispatchersShareRedis(t *testing.T) {
 		for range 2 {
 			c := newClient()
 			defer c.Close()
-			dix, err := zset.New(c, zset.Config{Shards: 4})
+			dix, err := zset.New(c, zset.Config{Shards: 4, Fill: 5})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -277,12 +280,22 @@ func TestTwoDispatchersShareRedis(t *testing.T) {
 				}
 			}
 		}
+		more := 0 // zsets carried by group tasks beyond their head
 		for _, batch := range scanner.writes {
-			for _, s := range batch[1:] {
+			heads := make(map[string]bool)
+			for _, s := range batch {
 				if s.Until != batch[0].Until {
 					t.Fatalf("one batch mixes ticks: %+v", batch)
 				}
+				if heads[s.Zset] {
+					t.Fatalf("one batch holds two scan tasks of group %s: %+v", s.Zset, batch)
+				}
+				heads[s.Zset] = true
+				more += len(s.More)
 			}
+		}
+		if more == 0 {
+			t.Fatal("no scan task carried more than one zset: the 50 tasks due at +90s should fill several shard families")
 		}
 		var emitted float64
 		for _, d := range ds {

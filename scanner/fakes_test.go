@@ -30,7 +30,8 @@ type memIndex struct {
 	failDue     int                     // fail this many Due calls
 	failRemove  int                     // fail this many Remove calls
 	removeDelay time.Duration           // every Remove takes this long
-	reads       int
+	reads       int                     // zsets read
+	trips       int                     // DueMany and RemoveMany calls (round trips)
 	removes     int
 }
 
@@ -71,6 +72,26 @@ func (m *memIndex) Due(_ context.Context, key string, until int64, limit int) ([
 }
 
 func (m *memIndex) Remove(ctx context.Context, key string, entries []zset.Entry) error {
+	return m.RemoveMany(ctx, []zset.Removal{{Key: key, Entries: entries}})
+}
+
+func (m *memIndex) DueMany(ctx context.Context, rs []zset.Range, limit int) ([][]zset.Entry, error) {
+	m.mu.Lock()
+	m.trips++
+	m.mu.Unlock()
+	out := make([][]zset.Entry, len(rs))
+	for i, r := range rs {
+		es, err := m.Due(ctx, r.Key, r.Until, limit)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = es
+	}
+	return out, nil
+}
+
+// RemoveMany takes removeDelay once: a pipeline is one round trip.
+func (m *memIndex) RemoveMany(ctx context.Context, rs []zset.Removal) error {
 	if m.removeDelay > 0 {
 		select {
 		case <-time.After(m.removeDelay):
@@ -80,16 +101,19 @@ func (m *memIndex) Remove(ctx context.Context, key string, entries []zset.Entry)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.trips++
 	m.removes++
 	if m.failRemove > 0 {
 		m.failRemove--
 		return errors.New("redis down")
 	}
-	gone := make(map[zset.Entry]bool, len(entries))
-	for _, e := range entries {
-		gone[e] = true
+	for _, r := range rs {
+		gone := make(map[zset.Entry]bool, len(r.Entries))
+		for _, e := range r.Entries {
+			gone[e] = true
+		}
+		m.zsets[r.Key] = slices.DeleteFunc(m.zsets[r.Key], func(e zset.Entry) bool { return gone[e] })
 	}
-	m.zsets[key] = slices.DeleteFunc(m.zsets[key], func(e zset.Entry) bool { return gone[e] })
 	return nil
 }
 

@@ -112,13 +112,16 @@ func (w *worker) retryParked(ctx context.Context) error {
 		}
 		w.judge(d, errs[i], at)
 	}
+	var idle []*zsetScan // no task: nothing else removes what settled
 	for z := range touched {
-		if len(z.tasks) > 0 {
-			continue // its next read or its end removes what settled
+		if len(z.tasks) == 0 {
+			idle = append(idle, z)
 		}
-		if err := w.flush(ctx, z); err != nil {
-			return err
-		}
+	}
+	if err := w.remove(ctx, idle); err != nil {
+		return err
+	}
+	for _, z := range idle {
 		if z.idle() {
 			delete(w.zsets, z.key)
 		}

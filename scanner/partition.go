@@ -54,6 +54,9 @@ func (p *partition) committed(offset int64) {
 type scanTask struct {
 	scantask.Task
 	offset int64
+	// left counts the zsets of a group task not done yet (worker.add);
+	// nil for a task of one zset.
+	left *int
 }
 
 // consume reads the scan tasks of one partition from offset and hands each

@@ -23,10 +23,11 @@ var ErrRunning = errors.New("scanner: already running")
 
 // Index is the part of the Redis index the scanner uses (zset.Index).
 type Index interface {
-	// Due returns up to limit entries of zset key with ExecAt <= until.
-	Due(ctx context.Context, key string, until int64, limit int) ([]zset.Entry, error)
-	// Remove removes exactly these entries from zset key.
-	Remove(ctx context.Context, key string, entries []zset.Entry) error
+	// DueMany returns, for each range, up to limit entries of its zset
+	// with ExecAt <= its Until, lowest first.
+	DueMany(ctx context.Context, rs []zset.Range, limit int) ([][]zset.Entry, error)
+	// RemoveMany removes exactly these entries from their zsets.
+	RemoveMany(ctx context.Context, rs []zset.Removal) error
 }
 
 // Store is the part of the payload store the scanner uses.

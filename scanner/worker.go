@@ -5,18 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/delayq/delayq/internal/drain"
 	"github.com/delayq/delayq/zset"
 )
-
-// drainConcurrency caps the zsets a worker removes entries from at once
-// when it drains.
-const drainConcurrency = 16
 
 // zsetScan is what a worker holds of one zset: its scan tasks in offset
 // order, the first of which is being scanned (from cur), the entries
@@ -205,18 +198,29 @@ func (w *worker) run(stopCtx, workCtx context.Context, queue <-chan scanTask) {
 	}
 }
 
-// add queues task behind the scan tasks of its zset.
+// add queues each zset of task behind the scan tasks of that zset. The
+// zsets of a group task (scantask.Task.More) are scanned like tasks of
+// their own; the task's offset finishes with the last of them.
 func (w *worker) add(task scanTask) {
-	z, ok := w.zsets[task.Zset]
-	if !ok {
-		z = &zsetScan{key: task.Zset, index: -1}
-		w.zsets[task.Zset] = z
+	keys := task.Keys()
+	if len(keys) > 1 {
+		left := len(keys)
+		task.left = &left
 	}
-	z.tasks = append(z.tasks, task)
-	if len(z.tasks) == 1 {
-		z.cur = newCursor()
-		z.wake = time.Now()
-		heap.Push(&w.wakes, z)
+	for _, key := range keys {
+		part := task
+		part.Zset, part.More = key, nil
+		z, ok := w.zsets[key]
+		if !ok {
+			z = &zsetScan{key: key, index: -1}
+			w.zsets[key] = z
+		}
+		z.tasks = append(z.tasks, part)
+		if len(z.tasks) == 1 {
+			z.cur = newCursor()
+			z.wake = time.Now()
+			heap.Push(&w.wakes, z)
+		}
 	}
 }
 
@@ -232,11 +236,13 @@ func (w *worker) step(ctx context.Context, group []*zsetScan) error {
 		errs    []error
 		stepped []*zsetScan // whose task goes on after this step
 	)
+	if err := w.read(ctx, group); err != nil {
+		w.s.log.Info("scan step cut short by the drain deadline", "partition", w.p.id, "zsets", len(group), "err", err)
+		return err
+	}
 	for _, z := range group {
-		due, done, err := w.next(ctx, z)
+		due, done := w.next(z)
 		switch {
-		case err != nil:
-			errs = append(errs, err)
 		case done:
 			w.finish(z, start)
 		case len(due) > 0:
@@ -275,38 +281,61 @@ func (w *worker) step(ctx context.Context, group []*zsetScan) error {
 	return nil
 }
 
+// read prepares a step of group: for each zset whose entries read before
+// ran out it removes what the zset settled (a read would return it again)
+// and, unless its last read found nothing more up to until, reads it
+// again, skipping parked entries. Removes and reads of the whole group go
+// in one pipelined round trip each. It returns an error only when ctx
+// ended first.
+func (w *worker) read(ctx context.Context, group []*zsetScan) error {
+	var (
+		flush []*zsetScan
+		again []*zsetScan
+	)
+	for _, z := range group {
+		if len(z.cur.upcoming) > 0 {
+			continue
+		}
+		flush = append(flush, z)
+		if z.cur.more {
+			again = append(again, z)
+		}
+	}
+	if err := w.remove(ctx, flush); err != nil {
+		return err
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	rs := make([]zset.Range, len(again))
+	for i, z := range again {
+		rs[i] = zset.Range{Key: z.key, Until: z.tasks[0].Until}
+	}
+	var read [][]zset.Entry
+	err := w.s.stage.Do(ctx, "due", w.s.policy, func(ctx context.Context) (err error) {
+		read, err = w.s.ix.DueMany(ctx, rs, w.s.cfg.BatchSize)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("scanner: read %d zsets (%s...): %w", len(rs), rs[0].Key, err)
+	}
+	for i, z := range again {
+		z.cur.more = len(read[i]) == w.s.cfg.BatchSize
+		z.cur.upcoming = z.skipParked(read[i])
+	}
+	return nil
+}
+
 // next returns the entries of the first scan task's zset, up to its
 // until, that are due now, never one before its ExecAt, and moves them out
-// of z.cur.upcoming; the caller delivers them. It reads the zset only when
-// the entries read before ran out, removing what z settled first (a read
-// would return it again), so a wake between reads costs no Redis call.
-// With nothing due it reports either done (nothing up to until is left
-// but parked entries, and everything settled is removed) or, through
-// z.cur.upcoming[0], when the next entry falls due. It returns an error
-// only when ctx ended first.
-func (w *worker) next(ctx context.Context, z *zsetScan) (due []zset.Entry, done bool, err error) {
+// of z.cur.upcoming; the caller delivers them. A wake between reads (read)
+// costs no Redis call. With nothing due it reports either done (nothing
+// up to until is left but parked entries, and everything settled is
+// removed) or, through z.cur.upcoming[0], when the next entry falls due.
+func (w *worker) next(z *zsetScan) (due []zset.Entry, done bool) {
 	c := &z.cur
 	if len(c.upcoming) == 0 {
-		if err := w.flush(ctx, z); err != nil {
-			return nil, false, err
-		}
-		if !c.more {
-			return nil, true, nil
-		}
-		until := z.tasks[0].Until
-		var read []zset.Entry
-		err := w.s.stage.Do(ctx, "due", w.s.policy, func(ctx context.Context) (err error) {
-			read, err = w.s.ix.Due(ctx, z.key, until, w.s.cfg.BatchSize)
-			return err
-		})
-		if err != nil {
-			return nil, false, fmt.Errorf("scanner: read %s: %w", z.key, err)
-		}
-		c.more = len(read) == w.s.cfg.BatchSize
-		c.upcoming = z.skipParked(read)
-		if len(c.upcoming) == 0 {
-			return nil, !c.more, nil
-		}
+		return nil, !c.more
 	}
 	// Lowest score first: the due entries are a prefix.
 	now := w.s.cutoff(time.Now().UnixMilli())
@@ -316,72 +345,86 @@ func (w *worker) next(ctx context.Context, z *zsetScan) (due []zset.Entry, done 
 	}
 	if n == 0 {
 		c.more = true // waiting: entries may arrive meanwhile
-		return nil, false, nil
+		return nil, false
 	}
 	due = c.upcoming[:n:n]
 	c.upcoming = c.upcoming[n:]
-	return due, false, nil
+	return due, false
 }
 
-// finish ends the first scan task of z: its offset may be committed.
+// finish ends the first scan task of z: its offset may be committed,
+// unless it is a part of a group task whose other zsets are not done yet.
 func (w *worker) finish(z *zsetScan, stepStart time.Time) {
 	z.cur.busy += time.Since(stepStart)
-	w.s.m.scanDuration.Observe(z.cur.busy.Seconds())
-	w.s.m.scanTasks.WithLabelValues(resultDone).Inc()
-	w.p.finish(z.tasks[0].offset)
+	t := z.tasks[0]
+	if t.left != nil {
+		*t.left--
+	}
+	if t.left == nil || *t.left == 0 {
+		w.s.m.scanDuration.Observe(z.cur.busy.Seconds())
+		w.s.m.scanTasks.WithLabelValues(resultDone).Inc()
+		w.p.finish(t.offset)
+	}
 	z.tasks = z.tasks[1:]
 	z.cur = newCursor()
 	z.wake = time.Now()
 }
 
-// flush removes the settled entries of z from its zset, retrying while ctx
-// lives.
-func (w *worker) flush(ctx context.Context, z *zsetScan) error {
-	if len(z.settled) == 0 {
+// remove removes the settled entries of zs from their zsets in one
+// pipelined call, retrying while ctx lives.
+func (w *worker) remove(ctx context.Context, zs []*zsetScan) error {
+	var rs []zset.Removal
+	var n int
+	for _, z := range zs {
+		if len(z.settled) > 0 {
+			rs = append(rs, zset.Removal{Key: z.key, Entries: z.settled})
+			n += len(z.settled)
+		}
+	}
+	if len(rs) == 0 {
 		return nil
 	}
 	err := w.s.stage.Do(ctx, "remove", w.s.policy, func(ctx context.Context) error {
-		return w.s.ix.Remove(ctx, z.key, z.settled)
+		return w.s.ix.RemoveMany(ctx, rs)
 	})
 	if err != nil {
-		return fmt.Errorf("scanner: remove %d entries from %s: %w", len(z.settled), z.key, err)
+		return fmt.Errorf("scanner: remove %d entries from %d zsets (%s...): %w", n, len(rs), rs[0].Key, err)
 	}
-	z.settled = z.settled[:0]
+	for _, z := range zs {
+		z.settled = z.settled[:0]
+	}
 	return nil
 }
 
 // drain ends the worker after a stop or a step cut short: it removes what
 // every zset settled (produced entries must leave the index, or the next
-// owner delivers them again), one pipelined call per zset, concurrently,
-// within DrainTimeout/3 after workCtx ended. Scan tasks that had started
-// are counted as abandoned; their offsets stay unfinished. Parked
-// deliveries are dropped: their entries stay in the index.
+// owner delivers them again) in one pipelined call within DrainTimeout/3
+// after workCtx ended. Scan tasks that had started are counted as
+// abandoned; their offsets stay unfinished. Parked deliveries are dropped:
+// their entries stay in the index.
 func (w *worker) drain(workCtx context.Context) {
 	ctx, cancel := drain.Context(workCtx, w.s.cfg.DrainTimeout/3)
 	defer cancel()
 	var (
-		g         errgroup.Group
-		unremoved atomic.Int64
 		started   int
+		unremoved int
+		settled   []*zsetScan
 	)
-	g.SetLimit(drainConcurrency)
 	for _, z := range w.zsets {
 		if len(z.tasks) > 0 && z.cur.stepped {
 			started++
 		}
-		if len(z.settled) == 0 {
-			continue
+		if len(z.settled) > 0 {
+			settled = append(settled, z)
+			unremoved += len(z.settled)
 		}
-		g.Go(func() error {
-			if err := w.flush(ctx, z); err != nil {
-				unremoved.Add(int64(len(z.settled)))
-				w.s.log.Warn("produced entries not removed: the next owner delivers them again",
-					"partition", w.p.id, "zset", z.key, "entries", len(z.settled), "err", err)
-			}
-			return nil
-		})
 	}
-	_ = g.Wait()
+	if err := w.remove(ctx, settled); err != nil {
+		w.s.log.Warn("produced entries not removed: the next owner delivers them again",
+			"partition", w.p.id, "zsets", len(settled), "entries", unremoved, "err", err)
+	} else {
+		unremoved = 0
+	}
 	if n := len(w.parked); n > 0 {
 		w.s.m.parked.Sub(float64(n))
 		w.parked = nil
@@ -389,7 +432,7 @@ func (w *worker) drain(workCtx context.Context) {
 	if started > 0 {
 		w.s.m.scanTasks.WithLabelValues(resultAbandoned).Add(float64(started))
 		w.s.log.Info("scans left for the next owner", "partition", w.p.id, "started", started,
-			"held_zsets", len(w.zsets), "unremoved", unremoved.Load())
+			"held_zsets", len(w.zsets), "unremoved", unremoved)
 	}
 }
 

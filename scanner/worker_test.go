@@ -178,10 +178,10 @@ func TestWorkStopsWhileWaiting(t *testing.T) {
 
 // The whole drain fits in DrainTimeout, which fits in the group session
 // (issue 10, zero duplicates on SIGTERM): the entries settled by many
-// zsets are removed concurrently, and a step stuck in an outage gives up
-// in time.
+// zsets are removed in one pipelined call, and a step stuck in an outage
+// gives up in time.
 func TestDrainBounded(t *testing.T) {
-	t.Run("removals run concurrently", func(t *testing.T) {
+	t.Run("removals go in one round trip", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := newEnv(t, Config{})
 			e.ix.removeDelay = 500 * time.Millisecond // a slow Redis
@@ -294,5 +294,58 @@ func TestWorkWaitsForHold(t *testing.T) {
 		if _, ok := sent.get("dropped", "orders"); ok {
 			t.Error("dropped delivered: its cancel, stored while the hold lasted, must win")
 		}
+	})
+}
+
+// A group task (scantask.Task.More) scans each of its zsets, reading them
+// together and removing what they settled together (one round trip each),
+// and finishes its offset only when the last of them is done.
+func TestGroupTask(t *testing.T) {
+	keys := []string{"q:s:7", "q:s:1.263", "q:s:2.519"}
+	t.Run("all due", func(t *testing.T) {
+		e := newEnv(t, Config{})
+		base := e.now.Add(-time.Second).UnixMilli()
+		for _, k := range keys {
+			e.put(k, []payload.Task{task(k+"-a", "orders", base), task(k+"-b", "orders", base+1)})
+		}
+		p := e.scan(context.Background(), scantask.Task{Zset: keys[0], More: keys[1:], Until: e.now.UnixMilli()})
+		if n := len(e.byTopic("orders")); n != 6 {
+			t.Errorf("delivered %d, want 6", n)
+		}
+		for _, k := range keys {
+			if rest := e.ix.pending(k); len(rest) != 0 {
+				t.Errorf("%s after the scan: %v, want empty", k, rest)
+			}
+		}
+		if trips := e.ix.trips; trips != 2 {
+			t.Errorf("%d index round trips, want 2 (one read of the three zsets, one remove)", trips)
+		}
+		if next, ok := p.pending(); !ok || next != 1 {
+			t.Errorf("commit point %d, %v; want 1", next, ok)
+		}
+		if v := value(e.s.m.scanTasks); v != 1 {
+			t.Errorf("scan_tasks_total = %v, want 1", v)
+		}
+	})
+	t.Run("one zset still waiting", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, Config{})
+			now := e.now.UnixMilli()
+			e.put(keys[0], []payload.Task{task("a", "orders", now)})
+			e.put(keys[1], []payload.Task{task("b", "orders", now)})
+			e.put(keys[2], []payload.Task{task("c", "orders", now), task("d", "orders", now+600_000)})
+			ctx, stop := context.WithCancel(context.Background())
+			time.AfterFunc(time.Second, stop)
+			p := e.scan(ctx, scantask.Task{Zset: keys[0], More: keys[1:], Until: now + 600_000})
+			if got, want := names(e.byTopic("orders")), []string{"a", "b", "c"}; !slices.Equal(got, want) {
+				t.Errorf("delivered %v, want %v", got, want)
+			}
+			if _, ok := p.pending(); ok {
+				t.Error("the group's offset was committed while one of its zsets waited")
+			}
+			if rest := e.ix.pending(keys[2]); len(rest) != 1 || rest[0].ID != payload.TaskID("d") {
+				t.Errorf("%s after the drain: %v, want only d", keys[2], rest)
+			}
+		})
 	})
 }

@@ -266,3 +266,88 @@ func TestBacklogWithoutCounts(t *testing.T) {
 		t.Fatalf("Backlog = %+v, want 10 pending", got)
 	}
 }
+
+func TestDueGroups(t *testing.T) { testDueGroups(t, miniIndex) }
+
+// testDueGroups: a segment spread over families lists its due zsets in
+// groups by family-0 shard; each group holds exactly the tasks of its
+// family-0 shard, DueMany reads a group in one call and RemoveMany empties
+// it, with the pending counts following.
+func testDueGroups(t *testing.T, newIndex newIndexFunc) {
+	ctx := context.Background()
+	const shards = 3
+	ix, _ := newIndex(t, Config{Shards: shards, Fill: 4})
+	seg := ms(t0.Add(time.Minute))
+	var entries []Entry
+	for i := range 200 {
+		entries = append(entries, Entry{ID: uint64(i+1) << 20, ExecAt: seg + int64(i%11)})
+	}
+	if err := ix.Add(ctx, t0, entries); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := ix.DueGroups(ctx, seg+59_999)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := ix.DueKeys(ctx, seg+59_999)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != shards || len(keys) <= 2*shards {
+		t.Fatalf("%d groups of %d due zsets, want %d groups over more than two families", len(groups), len(keys), shards)
+	}
+	var flat []string
+	seen := make(map[Entry]int)
+	for g, grp := range groups {
+		if want := ix.key(ix.segmentName(seg), g); grp.Head != want {
+			t.Errorf("group %d head %q, want %q", g, grp.Head, want)
+		}
+		flat = append(flat, grp.Due...)
+		rs := make([]Range, len(grp.Due))
+		for i, k := range grp.Due {
+			rs[i] = Range{Key: k, Until: seg + 59_999}
+		}
+		got, err := ix.DueMany(ctx, rs, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rm []Removal
+		for i, es := range got {
+			if len(es) == 0 {
+				t.Errorf("%s listed due but read empty", grp.Due[i])
+			}
+			for _, e := range es {
+				seen[e]++
+				if ix.shard(e.ID) != g {
+					t.Errorf("%v (family-0 shard %d) read in group %d", e, ix.shard(e.ID), g)
+				}
+			}
+			rm = append(rm, Removal{Key: grp.Due[i], Entries: es})
+		}
+		if err := ix.RemoveMany(ctx, rm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(flat)
+	slices.Sort(keys)
+	if !slices.Equal(flat, keys) {
+		t.Errorf("groups list %v, DueKeys %v", flat, keys)
+	}
+	for _, e := range entries {
+		if seen[e] != 1 {
+			t.Errorf("%v read %d times, want once", e, seen[e])
+		}
+	}
+	if left, err := ix.DueKeys(ctx, seg+59_999); err != nil || len(left) != 0 {
+		t.Errorf("due after RemoveMany: %v, %v", left, err)
+	}
+	backlog, err := ix.Backlog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range backlog {
+		if b.Pending != 0 {
+			t.Errorf("backlog %+v after every task was removed, want 0", b)
+		}
+	}
+}

@@ -14,18 +14,24 @@ import (
 // scan task.
 var ErrBad = errors.New("scantask: bad scan task")
 
-// Task asks a scanner to deliver everything in one zset with score <=
-// Until. It travels as the JSON value of a scan-topic message whose key is
-// the zset key.
+// Task asks a scanner to deliver everything in Zset and in each of More
+// with score <= Until. It travels as the JSON value of a scan-topic message
+// whose key is Zset.
 type Task struct {
-	Zset  string `json:"zset"`
-	Until int64  `json:"until"` // unix ms, inclusive
+	Zset  string   `json:"zset"`
+	More  []string `json:"more,omitempty"` // further zsets of Zset's group
+	Until int64    `json:"until"`          // unix ms, inclusive
+}
+
+// Keys returns Zset followed by More.
+func (s Task) Keys() []string {
+	return append([]string{s.Zset}, s.More...)
 }
 
 // Message returns the scan-topic message for s: topic delay-scan, key =
 // zset key, value = JSON.
 func (s Task) Message() kafka.Message {
-	v, _ := json.Marshal(s) // a struct of a string and an int cannot fail
+	v, _ := json.Marshal(s) // strings and an int cannot fail
 	return kafka.Message{Topic: topics.Scan, Key: []byte(s.Zset), Value: v}
 }
 
@@ -43,6 +49,13 @@ func Parse(m kafka.Message) (Task, error) {
 		return Task{}, fmt.Errorf("%w: until %d", ErrBad, s.Until)
 	case len(m.Key) > 0 && string(m.Key) != s.Zset:
 		return Task{}, fmt.Errorf("%w: key %q is not zset %q", ErrBad, m.Key, s.Zset)
+	}
+	seen := map[string]bool{s.Zset: true}
+	for _, k := range s.More {
+		if k == "" || seen[k] {
+			return Task{}, fmt.Errorf("%w: empty or repeated zset %q in more", ErrBad, k)
+		}
+		seen[k] = true
 	}
 	return s, nil
 }
