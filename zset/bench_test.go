@@ -247,4 +247,10 @@ func dropSegment(b *testing.B, ix *Index, at int64) {
 	if _, err := pl.Exec(ctx); err != nil {
 		b.Fatal(err)
 	}
+	// Forget the notes on it too: production never refills a dropped
+	// segment (Add writes into current and future segments only).
+	ix.mu.Lock()
+	delete(ix.grownSeg, ix.segmentStart(at))
+	delete(ix.sealedSeg, ix.segmentStart(at))
+	ix.mu.Unlock()
 }

@@ -102,9 +102,10 @@ return 0
 `)
 
 // placeScript places the tasks (exec_at, id) of ARGV[3..] in the zset
-// KEYS[1], a shard of one family, and returns {added, not placed...}: the
-// members it added and the 1-based positions of the tasks the caller must
-// take to the next family. A task already there (plain id with its score,
+// KEYS[1], a shard of one family, and returns {added, sealed, not
+// placed...}: the members it added, 1 when the zset is sealed (0 when open)
+// and the 1-based positions of the tasks the caller must take to the next
+// family. A task already there (plain id with its score,
 // or "<id>@<exec_at>") is left as it is, and so is a task repeated in the
 // call. A zset that is sealed (holds sealMember) takes no new task; an open
 // zset takes tasks until it holds ARGV[1] members, then seals. ARGV[2] =
@@ -159,7 +160,7 @@ if not sealed then
 	room = fill - redis.call('ZCARD', key)
 end
 local add = {}
-local out = {0}
+local out = {0, 0}
 for k = 1, #members do
 	local m = members[k]
 	if m and not have[m] then
@@ -176,10 +177,14 @@ end
 if #add > 0 then
 	redis.call('ZADD', key, unpack(add))
 end
-if #out > 1 and not sealed then
+if #out > 2 and not sealed then
 	redis.call('ZADD', key, '+inf', '` + sealMember + `')
+	sealed = true
 end
 out[1] = #add / 2
+if sealed then
+	out[2] = 1
+end
 return out
 `)
 
@@ -190,96 +195,74 @@ type segPlan struct {
 	entries []Entry
 }
 
-// place indexes the entries of segs family by family: each entry goes to
-// the first zset on its path (its shard of family 0, 1, ...) that holds it
-// already or is open. The path of a task depends only on its id, so adding
-// a task again finds it, however far the segment has grown since. Before it
-// writes into family f >= 1 of a segment it records f+1 families in the
-// families hash, so the dispatcher lists every zset that may hold members.
+// place indexes the entries of segs: each entry goes to the first zset on
+// its path (its shard of family 0, 1, ...) that holds it already or is
+// open. The path of a task depends only on its id, so adding a task again
+// finds it, however far the segment has grown since.
+//
+// A sealed zset never takes a task again, so the zsets this process saw
+// sealed (noteSealed) need no script: an entry starts at the first zset of
+// its path not known sealed, after one pipelined ZMSCORE per known-sealed
+// zset on the batch's paths finds the entries placed there earlier
+// (placed). Then one placeScript per zset touched, pipelined, and the
+// entries it turns away go on to the next family in another round trip:
+// a dense segment costs two or three round trips an Add, not one per
+// family. Before it writes into family f >= 1 of a segment it records f+1
+// families in the families hash, so the dispatcher lists every zset that
+// may hold members.
 func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) error {
+	var todo []placing
+	for si, s := range segs {
+		for _, e := range s.entries {
+			todo = append(todo, placing{seg: si, e: e, f: ix.firstOpen(s.start, e.ID)})
+		}
+	}
+	pre := func(pl redis.Pipeliner) {
+		for c := range slices.Chunk(registry, MaxArgs/2) {
+			pl.ZAdd(ctx, ix.registry, c...)
+		}
+	}
+	if slices.ContainsFunc(todo, func(p placing) bool { return p.f > 0 }) {
+		var err error
+		if todo, err = ix.placed(ctx, segs, todo, pre); err != nil {
+			return err
+		}
+		pre = nil // sent with the lookups
+	}
 	added := make([]int64, len(segs))
-	for f := 0; f < MaxFamilies; f++ {
-		var calls []scriptCall
-		var owner []int       // segment index per call
-		var members [][]Entry // entries per call
-		var grow []scriptCall
-		for si, s := range segs {
-			if len(s.entries) == 0 {
-				continue
-			}
-			if f > 0 && ix.grown(s.start) < f+1 {
-				grow = append(grow, scriptCall{key: ix.familiesKey(), args: []any{s.name, f + 1}})
-			}
-			byShard := make(map[int][]Entry)
-			var order []int
-			for _, e := range s.entries {
-				sh := ix.familyShard(e.ID, f)
-				if _, ok := byShard[sh]; !ok {
-					order = append(order, sh)
-				}
-				byShard[sh] = append(byShard[sh], e)
-			}
-			last := "0"
-			if f == MaxFamilies-1 {
-				last = "1"
-			}
-			for _, sh := range order {
-				for c := range slices.Chunk(byShard[sh], (MaxArgs-2)/2) {
-					args := make([]any, 0, 2+2*len(c))
-					args = append(args, ix.fill, last)
-					for _, e := range c {
-						args = append(args, e.ExecAt, e.ID)
-					}
-					calls = append(calls, scriptCall{key: ix.familyKey(s.name, f, sh), args: args})
-					owner = append(owner, si)
-					members = append(members, c)
-				}
-			}
+	for len(todo) > 0 {
+		if err := ix.recordFamilies(ctx, segs, todo); err != nil {
+			return err
 		}
-		if len(calls) == 0 {
-			break
-		}
-		if len(grow) > 0 {
-			if err := ix.runAll(ctx, growScript, grow, nil); err != nil {
-				return fmt.Errorf("record families: %w", err)
-			}
-			for _, g := range grow {
-				seg := segs[slices.IndexFunc(segs, func(s segPlan) bool { return s.name == g.args[0] })]
-				ix.setGrown(seg.start, f+1)
-			}
-		}
-		for si := range segs {
-			segs[si].entries = segs[si].entries[:0:0]
-		}
-		var pre func(redis.Pipeliner)
-		if f == 0 && len(registry) > 0 {
-			pre = func(pl redis.Pipeliner) {
-				for c := range slices.Chunk(registry, MaxArgs/2) {
-					pl.ZAdd(ctx, ix.registry, c...)
-				}
-			}
-		}
+		calls, members := ix.placeCalls(segs, todo)
+		var next []placing
 		for lo := 0; lo < len(calls); lo += MaxPipeline {
 			hi := min(lo+MaxPipeline, len(calls))
 			res, err := ix.runAllResults(ctx, placeScript, calls[lo:hi], pre)
 			pre = nil
 			if err != nil {
-				return fmt.Errorf("place in family %d: %w", f, err)
+				return fmt.Errorf("place: %w", err)
 			}
 			for i, r := range res {
 				vals, _ := r.([]any)
-				if len(vals) == 0 {
-					return fmt.Errorf("place in family %d: unexpected reply %v", f, r)
+				if len(vals) < 2 {
+					return fmt.Errorf("place: unexpected reply %v", r)
 				}
+				ps := members[lo+i]
 				n, _ := vals[0].(int64)
-				si := owner[lo+i]
-				added[si] += n
-				for _, v := range vals[1:] {
+				added[ps[0].seg] += n
+				if sealed, _ := vals[1].(int64); sealed == 1 {
+					ix.noteSealed(segs[ps[0].seg].start, ps[0].f, ix.familyShard(ps[0].e.ID, ps[0].f))
+				}
+				for _, v := range vals[2:] {
 					j, _ := v.(int64)
-					segs[si].entries = append(segs[si].entries, members[lo+i][j-1])
+					p := ps[j-1]
+					p.f++
+					next = append(next, p)
 				}
 			}
 		}
+		todo = next
 	}
 	pl := ix.client.Pipeline()
 	for si, s := range segs {
@@ -295,6 +278,181 @@ func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) 
 	return nil
 }
 
+// placing is an entry of an Add on its way along its path: it is to be
+// placed in family f (or found there) of segment segs[seg].
+type placing struct {
+	seg int
+	e   Entry
+	f   int
+}
+
+// placed drops from todo the entries found in a zset of their path that
+// this process knows sealed (ZMSCORE of both member forms, pipelined behind
+// pre), and returns the rest. An entry not in a sealed zset never will be.
+func (ix *Index) placed(ctx context.Context, segs []segPlan, todo []placing, pre func(redis.Pipeliner)) ([]placing, error) {
+	type probe struct {
+		key  string
+		who  []int // positions in todo
+		args []string
+	}
+	var probes []*probe
+	byKey := make(map[string]*probe)
+	for i, p := range todo {
+		for f := range p.f {
+			key := ix.familyKey(segs[p.seg].name, f, ix.familyShard(p.e.ID, f))
+			pr := byKey[key]
+			if pr == nil {
+				pr = &probe{key: key}
+				byKey[key] = pr
+				probes = append(probes, pr)
+			}
+			id := strconv.FormatUint(p.e.ID, 10)
+			pr.who = append(pr.who, i)
+			pr.args = append(pr.args, id, id+"@"+strconv.FormatInt(p.e.ExecAt, 10))
+		}
+	}
+	found := make([]bool, len(todo))
+	for c := range slices.Chunk(probes, MaxPipeline) {
+		pl := ix.client.Pipeline()
+		if pre != nil {
+			pre(pl)
+			pre = nil
+		}
+		cmds := make([]*redis.FloatSliceCmd, len(c))
+		for i, pr := range c {
+			cmds[i] = pl.ZMScore(ctx, pr.key, pr.args...)
+		}
+		if _, err := pl.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("look up sealed zsets: %w", err)
+		}
+		for i, pr := range c {
+			scores := cmds[i].Val() // 0 for a missing member: no exec_at is 0
+			for j, w := range pr.who {
+				if scores[2*j] == float64(todo[w].e.ExecAt) || scores[2*j+1] != 0 {
+					found[w] = true
+				}
+			}
+		}
+	}
+	var rest []placing
+	for i, p := range todo {
+		if !found[i] {
+			rest = append(rest, p)
+		}
+	}
+	return rest, nil
+}
+
+// recordFamilies raises the family count of each segment that todo
+// reaches past the count this process knows recorded.
+func (ix *Index) recordFamilies(ctx context.Context, segs []segPlan, todo []placing) error {
+	need := make(map[int]int) // segment index -> families
+	for _, p := range todo {
+		need[p.seg] = max(need[p.seg], p.f+1)
+	}
+	var grow []scriptCall
+	for si, n := range need {
+		if ix.grown(segs[si].start) < n {
+			grow = append(grow, scriptCall{key: ix.familiesKey(), args: []any{segs[si].name, n}})
+		}
+	}
+	if len(grow) == 0 {
+		return nil
+	}
+	if err := ix.runAll(ctx, growScript, grow, nil); err != nil {
+		return fmt.Errorf("record families: %w", err)
+	}
+	for si, n := range need {
+		ix.setGrown(segs[si].start, n)
+	}
+	return nil
+}
+
+// placeCalls returns one placeScript call per zset that todo reaches (at
+// most (MaxArgs-2)/2 entries a call), with the entries of each.
+func (ix *Index) placeCalls(segs []segPlan, todo []placing) ([]scriptCall, [][]placing) {
+	type target struct {
+		seg, f, shard int
+	}
+	byTarget := make(map[target][]placing)
+	var order []target
+	for _, p := range todo {
+		t := target{p.seg, p.f, ix.familyShard(p.e.ID, p.f)}
+		if _, ok := byTarget[t]; !ok {
+			order = append(order, t)
+		}
+		byTarget[t] = append(byTarget[t], p)
+	}
+	var calls []scriptCall
+	var members [][]placing
+	for _, t := range order {
+		last := "0"
+		if t.f == MaxFamilies-1 {
+			last = "1"
+		}
+		for c := range slices.Chunk(byTarget[t], (MaxArgs-2)/2) {
+			args := make([]any, 0, 2+2*len(c))
+			args = append(args, ix.fill, last)
+			for _, p := range c {
+				args = append(args, p.e.ExecAt, p.e.ID)
+			}
+			calls = append(calls, scriptCall{key: ix.familyKey(segs[t.seg].name, t.f, t.shard), args: args})
+			members = append(members, c)
+		}
+	}
+	return calls, members
+}
+
+// firstOpen returns the first family whose zset on the path of id this
+// process has not seen sealed in segment start.
+func (ix *Index) firstOpen(start int64, id uint64) int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	sealed := ix.sealedSeg[start]
+	f := 0
+	for f < MaxFamilies-1 && sealed[famShard{f, ix.familyShard(id, f)}] {
+		f++
+	}
+	return f
+}
+
+// famShard names a zset of a segment: shard `shard` of family f.
+type famShard struct{ f, shard int }
+
+// noteSealed notes that shard `shard` of family f of segment start is
+// sealed, for at most maxNotes segments (dropping the oldest).
+func (ix *Index) noteSealed(start int64, f, shard int) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.sealedSeg == nil {
+		ix.sealedSeg = make(map[int64]map[famShard]bool)
+	}
+	m := ix.sealedSeg[start]
+	if m == nil {
+		dropOldest(ix.sealedSeg)
+		m = make(map[famShard]bool)
+		ix.sealedSeg[start] = m
+	}
+	m[famShard{f, shard}] = true
+}
+
+// maxNotes caps the segments a process keeps notes on (families recorded,
+// zsets sealed): Add writes into current and future segments only, and a
+// busy one is noted again at its next Add.
+const maxNotes = 1024
+
+// dropOldest makes room for one more segment in notes.
+func dropOldest[V any](notes map[int64]V) {
+	if len(notes) < maxNotes {
+		return
+	}
+	oldest := int64(1<<63 - 1)
+	for s := range notes {
+		oldest = min(oldest, s)
+	}
+	delete(notes, oldest)
+}
+
 // grown returns the family count this process knows segment start records.
 func (ix *Index) grown(start int64) int {
 	ix.mu.Lock()
@@ -302,21 +460,15 @@ func (ix *Index) grown(start int64) int {
 	return max(ix.grownSeg[start], 1)
 }
 
-// setGrown notes that segment start records at least n families. It keeps
-// the note for at most maxGrownNotes segments, dropping the oldest.
+// setGrown notes that segment start records at least n families.
 func (ix *Index) setGrown(start int64, n int) {
-	const maxGrownNotes = 1024
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.grownSeg == nil {
 		ix.grownSeg = make(map[int64]int)
 	}
-	if len(ix.grownSeg) >= maxGrownNotes {
-		oldest := int64(1<<63 - 1)
-		for s := range ix.grownSeg {
-			oldest = min(oldest, s)
-		}
-		delete(ix.grownSeg, oldest)
+	if _, ok := ix.grownSeg[start]; !ok {
+		dropOldest(ix.grownSeg)
 	}
 	ix.grownSeg[start] = max(ix.grownSeg[start], n)
 }

@@ -165,8 +165,9 @@ type Index struct {
 	fill     int
 	metrics  *metrics
 
-	mu       sync.Mutex
-	grownSeg map[int64]int // segment start -> families known recorded
+	mu        sync.Mutex
+	grownSeg  map[int64]int               // segment start -> families known recorded
+	sealedSeg map[int64]map[famShard]bool // segment start -> zsets seen sealed
 }
 
 // New returns an Index over client.
