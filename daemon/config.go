@@ -39,16 +39,16 @@ type Config struct {
 	HTTP     string        // metrics and health address; default 127.0.0.1:9464
 	MaxDelay time.Duration // longest accepted delay; default 720h
 
-	Salts       int           // HBase salt buckets = pre-split regions; default 16
-	Segment     time.Duration // Redis segment length; default 1m
-	Shards      int           // zsets per segment; default zset.DefaultShards (256)
+	Salts   int           // HBase salt buckets = pre-split regions; default 16
+	Segment time.Duration // Redis segment length; default 1m
+	Shards  int           // zsets per segment; default zset.DefaultShards (256)
 	// ZsetFill is how many tasks a zset takes before it seals and its
 	// shard's further tasks go to the next shard family; default
 	// zset.DefaultFill (127). Keep it under Redis's
 	// zset-max-listpack-entries.
-	ZsetFill int
-	Partitions  int           // partitions of the topics delayd creates; default 8
-	ScanWorkers int           // scanner goroutines per partition; default 8
+	ZsetFill    int
+	Partitions  int // partitions of the topics delayd creates; default 8
+	ScanWorkers int // scanner goroutines per partition; default 8
 	// ScanCoalesce rounds scanner wake-ups up to its multiples
 	// (scanner.Config.Coalesce); default 50ms, negative: none.
 	ScanCoalesce time.Duration

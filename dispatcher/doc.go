@@ -24,11 +24,14 @@
 // whose clock lags cannot win the same tick again, and the winner never
 // unlocks it early; the key expires by itself. The winner then
 //
-//  1. lists the zsets due by the lookahead (Index.DueKeys(until = T +
-//     Lookahead)),
-//  2. writes one ScanTask per zset to the scan topic in one WriteMessages
-//     call, Kafka key = zset key, so one zset is always scanned by one
-//     partition,
+//  1. lists the zsets due by the lookahead in groups (Index.DueGroups(until
+//     = T + Lookahead)): the due zsets of a segment whose shard is the same
+//     modulo Shards, every shard family included,
+//  2. writes one scan task per group to the scan topic in one WriteMessages
+//     call: zset = the group's family-0 zset (also the Kafka key), more =
+//     its other due zsets. A zset is always in the same group, so it is
+//     always scanned by one partition, and a segment costs at most Shards
+//     scan tasks a tick however many families it grew,
 //  3. retires drained segments that ended before T - RetireGrace,
 //  4. on the first tick of every BacklogEvery period, refreshes the
 //     pending_tasks gauge from Index.Backlog; the losers of that tick drop
@@ -37,7 +40,7 @@
 //
 // delayq_dispatch_seconds times each of these phases (emit = 1 and 2,
 // retire, backlog). Each is bounded by what is due, not by what is stored:
-// DueKeys looks at the segments that have started only, Retire at the ones
+// DueGroups looks at the segments that have started only, Retire at the ones
 // that ended, and zset.Index.Backlog reads per-segment counts (a registry
 // read and one HMGET per few thousand segments), not one ZCARD per zset.
 //

@@ -23,7 +23,7 @@ type metrics struct {
 	ticks   *prometheus.CounterVec
 	emitted prometheus.Counter
 	pending *prometheus.GaugeVec
-	// seconds is the time a won tick spends per phase: emit (DueKeys and
+	// seconds is the time a won tick spends per phase: emit (DueGroups and
 	// the scan task write), retire, backlog.
 	seconds *prometheus.HistogramVec
 }

@@ -2,10 +2,14 @@
 // the delay-scan topic and delivers the tasks they point at to their
 // business topics. See docs/ARCHITECTURE.md for where it sits in the flow.
 //
-// Words: a scan task is a delay-scan message (scantask.Task: a zset and
-// an upper bound until); an entry is a zset member (id, exec_at); a task
-// is a stored payload (payload.Task); a delivery is a task's message on
-// its way out.
+// Words: a scan task is a delay-scan message (scantask.Task: a zset, the
+// further zsets of its group, and an upper bound until); an entry is a
+// zset member (id, exec_at); a task is a stored payload (payload.Task); a
+// delivery is a task's message on its way out.
+//
+// A group task (zset.Index.DueGroups: the due zsets of a segment's shard
+// families that share a family-0 shard) is scanned zset by zset as if each
+// had a scan task of its own; its offset finishes with the last of them.
 //
 // # Steps
 //
@@ -20,8 +24,10 @@
 // zsets of a worker share steps; when nothing up to until is left, it is
 // done. Between reads a scan task keeps the entries it read, so a wake
 // costs one store Get and one write and no Redis call; settled entries are
-// removed (one ZREM) before the zset is read again, before the scan task
-// is done, and on stop.
+// removed before the zset is read again, before the scan task is done, and
+// on stop. The zsets stepped together are read together and removed from
+// together: one pipelined round trip each (zset.Index.DueMany,
+// RemoveMany), however many zsets a dense segment spreads over.
 //
 // A write that fails for some of its messages, or for a reason of their
 // own, parks them (park.go): the worker writes each again alone, one
@@ -38,8 +44,9 @@
 // Generation.Start; that goroutine runs, per assigned partition, a fetch
 // loop on a partition Reader positioned at the generation's offset and a
 // pool of Workers goroutines, and commits offsets every CommitInterval. A
-// scan task goes to worker hash(zset) % Workers, so inside a partition one
-// zset is only ever scanned by one goroutine; the Kafka key is the zset,
+// scan task goes to worker hash(zset) % Workers (its first zset, the
+// group's name), so inside a partition one zset is only ever scanned by
+// one goroutine; the Kafka key is that zset,
 // and a partition skips the scan tasks of zsets that the topic's current
 // partition count sends elsewhere (after the topic grew), so across the
 // group one zset is scanned by one partition. A worker holds the scan

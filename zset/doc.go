@@ -58,12 +58,13 @@
 // on its id only. A zset takes tasks until it holds Config.Fill members
 // (default 127), then seals: it gets the member "~" with score +inf (never
 // due, never a task) and takes no new task again, even once drained. Add
-// walks each task down its path with placeScript, one family per pipeline
-// round trip: in each zset the task is either already there (done: the same
-// task added again), or the zset is open (added), or sealed (on to the next
-// family). Family MaxFamilies-1 never seals. Before Add writes into family
-// f >= 1 of a segment it raises the segment's count in {prefix}:families to
-// f+1, and readers (DueKeys, Retire, Pending) list the zsets of every
+// walks each task down its path: in each zset the task is either already
+// there (done: the same task added again), or the zset is open (added by
+// placeScript), or sealed (on to the next family). Zsets the process saw
+// sealed are only looked into (ZMSCORE), not written (see "Costs"). Family
+// MaxFamilies-1 never seals. Before Add writes into family f >= 1 of a
+// segment it raises the segment's count in {prefix}:families to f+1, and
+// readers (DueKeys, DueGroups, Retire, Pending) list the zsets of every
 // family counted there. A uniform hour with the defaults stays in family 0
 // (the layout before families); a million tasks due in one second use
 // families 0-7, 9,216 zsets.
@@ -141,18 +142,35 @@
 //
 // # Costs
 //
-// Add sends one placeScript per zset touched (a ZSCORE per task, a ZADD per
-// new one), pipelined, in one round trip per family the batch reaches, then
-// one HINCRBY per segment. A task in family f costs f+1 script steps.
-// Remove runs one script per MaxArgs/2 entries (a ZMSCORE and a ZREM) and
-// one HINCRBY. DueKeys reads the registry and the family counts of the
-// segments that have started, and issues one ZCOUNT per zset of every
-// family in use there (normally the current segment and perhaps one or two
-// undrained ones). Retire issues one ZCOUNT per zset of the ended segments
-// and one UNLINK per zset of those it retires. Backlog reads the registry
-// and the pending hash: a few commands however deep the backlog (30 days of
+// Add sends one placeScript per zset touched (a fixed number of commands
+// whatever the tasks: a ZMSCORE, a ZCARD, a ZADD), pipelined, then one
+// HINCRBY per segment. In a segment that grew families, an Add starts each
+// task at the first zset of its path that this process has not seen
+// sealed, and first checks the sealed zsets on the way with one pipelined
+// ZMSCORE per zset (a sealed zset takes no task again, so a task not found
+// there never will be): two or three round trips an Add however many
+// families, instead of one script step per family. DueMany reads any
+// number of zsets with one ZRANGEBYSCORE each in one pipeline; RemoveMany
+// runs one removeScript per zset and MaxArgs/2 entries (a ZMSCORE and a
+// ZREM) in one pipeline, then one HINCRBY per segment. DueKeys and
+// DueGroups read the registry and the family counts of the segments that
+// have started, and issue one ZCOUNT per zset of every family in use
+// there (normally the current segment and perhaps one or two undrained
+// ones). Retire issues one ZCOUNT per zset of the ended segments and one
+// UNLINK per zset of those it retires. Backlog reads the registry and the
+// pending hash: a few commands however deep the backlog (30 days of
 // 1-minute segments is 43,200 registry members and 9 HMGETs), not one per
 // zset. Commands are sent in pipelines of at most MaxPipeline commands.
+//
+// # Scan groups
+//
+// DueGroups lists due zsets by group: the zsets of one segment whose shard
+// is the same modulo Shards. Family f's shard of an id is mix64(id) mod
+// Shards*(f+1), so its remainder mod Shards is the id's family-0 shard: a
+// task's whole path lies in one group, and a zset is in the same group
+// whatever the family count. The dispatcher emits one scan task per group
+// (named by the family-0 zset), so a dense segment costs Shards scan tasks
+// a tick, not one per zset.
 //
 // Index is safe for concurrent use; it starts no goroutines.
 package zset
