@@ -35,17 +35,16 @@ func (ix *Index) familyShard(id uint64, f int) int {
 // {prefix}:{segment}:{shard} for family 0 (the layout of before families),
 // {prefix}:{segment}:{f}.{shard} after.
 func (ix *Index) familyKey(segment string, f, shard int) string {
-	if f == 0 {
-		return ix.key(segment, shard)
-	}
 	var b strings.Builder
 	b.Grow(len(ix.prefix) + len(segment) + 12)
 	b.WriteString(ix.prefix)
 	b.WriteByte(':')
 	b.WriteString(segment)
 	b.WriteByte(':')
-	b.WriteString(strconv.Itoa(f))
-	b.WriteByte('.')
+	if f > 0 {
+		b.WriteString(strconv.Itoa(f))
+		b.WriteByte('.')
+	}
 	b.WriteString(strconv.Itoa(shard))
 	return b.String()
 }

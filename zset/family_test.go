@@ -59,17 +59,25 @@ func drain(t *testing.T, ix *Index, until int64, seen map[Entry]int) {
 		if len(keys) == 0 {
 			return
 		}
-		for _, k := range keys {
-			es, err := ix.Due(ctx, k, until, 50)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range es {
-				seen[e]++
-			}
-			if err := ix.Remove(ctx, k, es); err != nil {
-				t.Fatal(err)
-			}
+		take(t, ix, keys, until, 50, seen)
+	}
+}
+
+// take reads up to limit due entries of each of keys, counts them in seen
+// and removes them.
+func take(t *testing.T, ix *Index, keys []string, until int64, limit int, seen map[Entry]int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, k := range keys {
+		es, err := ix.Due(ctx, k, until, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			seen[e]++
+		}
+		if err := ix.Remove(ctx, k, es); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -147,18 +155,7 @@ func testFamilies(t *testing.T, newIndex newIndexFunc) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range keys[:len(keys)/2] {
-			es, err := ix.Due(ctx, k, until, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range es {
-				seen[e]++
-			}
-			if err := ix.Remove(ctx, k, es); err != nil {
-				t.Fatal(err)
-			}
-		}
+		take(t, ix, keys[:len(keys)/2], until, 3, seen)
 		if err := ix.Add(ctx, t0, c); err != nil {
 			t.Fatal(err)
 		}

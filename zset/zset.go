@@ -221,14 +221,7 @@ func (ix *Index) segmentName(start int64) string {
 }
 
 func (ix *Index) key(segment string, shard int) string {
-	var b strings.Builder
-	b.Grow(len(ix.prefix) + len(segment) + 8)
-	b.WriteString(ix.prefix)
-	b.WriteByte(':')
-	b.WriteString(segment)
-	b.WriteByte(':')
-	b.WriteString(strconv.Itoa(shard))
-	return b.String()
+	return ix.familyKey(segment, 0, shard)
 }
 
 func (ix *Index) shard(id uint64) int {
