@@ -286,14 +286,12 @@ type placing struct {
 }
 
 // placed drops from todo the entries found in a zset of their path that
-// this process knows sealed (ZMSCORE of both member forms, pipelined behind
-// pre), and returns the rest. An entry not in a sealed zset never will be.
+// this process knows sealed, and returns the rest. An entry not in a sealed
+// zset never will be. It looks up the plain ids (one ZMSCORE per zset,
+// pipelined behind pre), then "<id>@<exec_at>" only where the plain id is
+// held at another time (a reused id): a lookup in a listpack is a scan of
+// it, so each member asked for costs.
 func (ix *Index) placed(ctx context.Context, segs []segPlan, todo []placing, pre func(redis.Pipeliner)) ([]placing, error) {
-	type probe struct {
-		key  string
-		who  []int // positions in todo
-		args []string
-	}
 	var probes []*probe
 	byKey := make(map[string]*probe)
 	for i, p := range todo {
@@ -305,32 +303,38 @@ func (ix *Index) placed(ctx context.Context, segs []segPlan, todo []placing, pre
 				byKey[key] = pr
 				probes = append(probes, pr)
 			}
-			id := strconv.FormatUint(p.e.ID, 10)
 			pr.who = append(pr.who, i)
-			pr.args = append(pr.args, id, id+"@"+strconv.FormatInt(p.e.ExecAt, 10))
+			pr.members = append(pr.members, strconv.FormatUint(p.e.ID, 10))
 		}
 	}
+	if err := ix.lookup(ctx, probes, pre); err != nil {
+		return nil, err
+	}
 	found := make([]bool, len(todo))
-	for c := range slices.Chunk(probes, MaxPipeline) {
-		pl := ix.client.Pipeline()
-		if pre != nil {
-			pre(pl)
-			pre = nil
-		}
-		cmds := make([]*redis.FloatSliceCmd, len(c))
-		for i, pr := range c {
-			cmds[i] = pl.ZMScore(ctx, pr.key, pr.args...)
-		}
-		if _, err := pl.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("look up sealed zsets: %w", err)
-		}
-		for i, pr := range c {
-			scores := cmds[i].Val() // 0 for a missing member: no exec_at is 0
-			for j, w := range pr.who {
-				if scores[2*j] == float64(todo[w].e.ExecAt) || scores[2*j+1] != 0 {
-					found[w] = true
+	var long []*probe
+	for _, pr := range probes {
+		var lp *probe
+		for j, w := range pr.who {
+			switch at := float64(todo[w].e.ExecAt); pr.scores[j] {
+			case at:
+				found[w] = true
+			case 0: // not there (no exec_at is 0)
+			default:
+				if lp == nil {
+					lp = &probe{key: pr.key}
+					long = append(long, lp)
 				}
+				lp.who = append(lp.who, w)
+				lp.members = append(lp.members, pr.members[j]+"@"+strconv.FormatInt(todo[w].e.ExecAt, 10))
 			}
+		}
+	}
+	if err := ix.lookup(ctx, long, nil); err != nil {
+		return nil, err
+	}
+	for _, lp := range long {
+		for j, w := range lp.who {
+			found[w] = found[w] || lp.scores[j] != 0
 		}
 	}
 	var rest []placing
@@ -340,6 +344,37 @@ func (ix *Index) placed(ctx context.Context, segs []segPlan, todo []placing, pre
 		}
 	}
 	return rest, nil
+}
+
+// probe is one ZMSCORE of placed: members of key, for the entries who.
+type probe struct {
+	key     string
+	who     []int // positions in todo
+	members []string
+	scores  []float64 // the answer; 0 for a member not there
+}
+
+// lookup runs the ZMSCORE of every probe, MaxPipeline a round trip, pre
+// (if not nil) queued ahead of the first.
+func (ix *Index) lookup(ctx context.Context, probes []*probe, pre func(redis.Pipeliner)) error {
+	for c := range slices.Chunk(probes, MaxPipeline) {
+		pl := ix.client.Pipeline()
+		if pre != nil {
+			pre(pl)
+			pre = nil
+		}
+		cmds := make([]*redis.FloatSliceCmd, len(c))
+		for i, pr := range c {
+			cmds[i] = pl.ZMScore(ctx, pr.key, pr.members...)
+		}
+		if _, err := pl.Exec(ctx); err != nil {
+			return fmt.Errorf("look up sealed zsets: %w", err)
+		}
+		for i, pr := range c {
+			pr.scores = cmds[i].Val()
+		}
+	}
+	return nil
 }
 
 // recordFamilies raises the family count of each segment that todo
