@@ -194,10 +194,144 @@ type segPlan struct {
 	entries []Entry
 }
 
-// place indexes the entries of segs: each entry goes to the first zset on
-// its path (its shard of family 0, 1, ...) that holds it already or is
-// open. The path of a task depends only on its id, so adding a task again
-// finds it, however far the segment has grown since.
+// place indexes the entries of segs and counts what it added in the
+// pending hash. One round trip sends the registry ZADD and reads the
+// pending and family counts of the segments (sparse). A segment with one
+// family and few enough tasks takes its entries by plain ZADD NX, one per
+// zset (fastAdd); the others, and the entries a ZADD NX did not add (a
+// task added again, an id reused), walk their paths (walk).
+func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) error {
+	sparse, err := ix.sparse(ctx, segs, registry)
+	if err != nil {
+		return err
+	}
+	added := make([]int64, len(segs))
+	rest, err := ix.fastAdd(ctx, segs, sparse, added)
+	if err != nil {
+		return err
+	}
+	if err := ix.walk(ctx, rest, added); err != nil {
+		return err
+	}
+	pl := ix.client.Pipeline()
+	for si, s := range segs {
+		if added[si] != 0 {
+			pl.HIncrBy(ctx, ix.pendingKey(), s.name, added[si])
+		}
+	}
+	if pl.Len() > 0 {
+		if _, err := pl.Exec(ctx); err != nil {
+			return fmt.Errorf("count pending: %w", err)
+		}
+	}
+	return nil
+}
+
+// sparseShare is how full, on average, the zsets of a one-family segment
+// may get (as a share of Fill) while Add writes into them with plain ZADD
+// NX. At 0.6 (76 of 127) a zset of a uniformly hashed segment passes 128
+// members about once in a billion; one that does (skewed ids) becomes a
+// skiplist but nothing else goes wrong: no zset seals while its segment
+// is sparse, and the first walk past it seals it.
+const sparseShare = 0.6
+
+// sparse sends the registry ZADD and reads the pending and family counts
+// of segs in one round trip, and reports which segments are sparse: one
+// family, and at most sparseShare*Fill tasks a zset on average once the
+// batch is in. A segment is read as sparse just before its zsets could
+// fill (see sparseShare), and families are recorded before anything is
+// written past family 0, so a plain ZADD NX never puts a task beside a
+// copy of it in a later family.
+func (ix *Index) sparse(ctx context.Context, segs []segPlan, registry []redis.Z) ([]bool, error) {
+	pl := ix.client.Pipeline()
+	for c := range slices.Chunk(registry, MaxArgs/2) {
+		pl.ZAdd(ctx, ix.registry, c...)
+	}
+	names := make([]string, len(segs))
+	for i, s := range segs {
+		names[i] = s.name
+	}
+	var pending, fams []*redis.SliceCmd
+	for c := range slices.Chunk(names, MaxArgs) {
+		pending = append(pending, pl.HMGet(ctx, ix.pendingKey(), c...))
+		fams = append(fams, pl.HMGet(ctx, ix.familiesKey(), c...))
+	}
+	if _, err := pl.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("register segments: %w", err)
+	}
+	limit := int64(sparseShare * float64(ix.shards*ix.fill))
+	out := make([]bool, len(segs))
+	for i, s := range segs {
+		p, f := pending[i/MaxArgs].Val()[i%MaxArgs], fams[i/MaxArgs].Val()[i%MaxArgs]
+		n, _ := strconv.ParseInt(fmt.Sprint(p), 10, 64) // nil: none counted
+		out[i] = f == nil && n+int64(len(s.entries)) <= limit
+	}
+	return out, nil
+}
+
+// fastAdd adds the entries of the sparse segments by plain ZADD NX, one
+// per zset, pipelined, and counts what it added in added. It returns the
+// segments left to walk: the segments not sparse, and in the sparse ones
+// the entries of every zset where ZADD NX added fewer members than it was
+// given (the walk finds those already there and places reused ids).
+func (ix *Index) fastAdd(ctx context.Context, segs []segPlan, sparse []bool, added []int64) ([]segPlan, error) {
+	type zadd struct {
+		seg     int
+		key     string
+		entries []Entry
+		cmd     *redis.IntCmd
+	}
+	rest := make([]segPlan, len(segs))
+	var sent []*zadd
+	for si, s := range segs {
+		if !sparse[si] {
+			rest[si] = s
+			continue
+		}
+		rest[si] = segPlan{start: s.start, name: s.name}
+		byShard := make(map[int][]Entry)
+		var order []int
+		for _, e := range s.entries {
+			sh := ix.shard(e.ID)
+			if _, ok := byShard[sh]; !ok {
+				order = append(order, sh)
+			}
+			byShard[sh] = append(byShard[sh], e)
+		}
+		for _, sh := range order {
+			for c := range slices.Chunk(byShard[sh], (MaxArgs-1)/2) {
+				sent = append(sent, &zadd{seg: si, key: ix.key(s.name, sh), entries: c})
+			}
+		}
+	}
+	for c := range slices.Chunk(sent, MaxPipeline) {
+		pl := ix.client.Pipeline()
+		for _, z := range c {
+			members := make([]redis.Z, len(z.entries))
+			for i, e := range z.entries {
+				members[i] = redis.Z{Score: float64(e.ExecAt), Member: e.ID}
+			}
+			z.cmd = pl.ZAddNX(ctx, z.key, members...)
+		}
+		if _, err := pl.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("zadd: %w", err)
+		}
+		for _, z := range c {
+			n := z.cmd.Val()
+			added[z.seg] += n
+			if n < int64(len(z.entries)) {
+				rest[z.seg].entries = append(rest[z.seg].entries, z.entries...)
+			}
+		}
+	}
+	return rest, nil
+}
+
+// walk places the entries of segs (aligned with place's segments; added
+// counts what it adds): each entry goes to the first zset on its path (its
+// shard of family 0, 1, ...) that holds it already or is open. The path of
+// a task depends only on its id, so adding a task again finds it, however
+// far the segment has grown since.
 //
 // A sealed zset never takes a task again, so the zsets this process saw
 // sealed (noteSealed) need no script: an entry starts at the first zset of
@@ -209,26 +343,19 @@ type segPlan struct {
 // family. Before it writes into family f >= 1 of a segment it records f+1
 // families in the families hash, so the dispatcher lists every zset that
 // may hold members.
-func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) error {
+func (ix *Index) walk(ctx context.Context, segs []segPlan, added []int64) error {
 	var todo []placing
 	for si, s := range segs {
 		for _, e := range s.entries {
 			todo = append(todo, placing{seg: si, e: e, f: ix.firstOpen(s.start, e.ID)})
 		}
 	}
-	pre := func(pl redis.Pipeliner) {
-		for c := range slices.Chunk(registry, MaxArgs/2) {
-			pl.ZAdd(ctx, ix.registry, c...)
-		}
-	}
 	if slices.ContainsFunc(todo, func(p placing) bool { return p.f > 0 }) {
 		var err error
-		if todo, err = ix.placed(ctx, segs, todo, pre); err != nil {
+		if todo, err = ix.placed(ctx, segs, todo, nil); err != nil {
 			return err
 		}
-		pre = nil // sent with the lookups
 	}
-	added := make([]int64, len(segs))
 	for len(todo) > 0 {
 		if err := ix.recordFamilies(ctx, segs, todo); err != nil {
 			return err
@@ -237,8 +364,7 @@ func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) 
 		var next []placing
 		for lo := 0; lo < len(calls); lo += MaxPipeline {
 			hi := min(lo+MaxPipeline, len(calls))
-			res, err := ix.runAllResults(ctx, placeScript, calls[lo:hi], pre)
-			pre = nil
+			res, err := ix.runAllResults(ctx, placeScript, calls[lo:hi], nil)
 			if err != nil {
 				return fmt.Errorf("place: %w", err)
 			}
@@ -262,17 +388,6 @@ func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) 
 			}
 		}
 		todo = next
-	}
-	pl := ix.client.Pipeline()
-	for si, s := range segs {
-		if added[si] != 0 {
-			pl.HIncrBy(ctx, ix.pendingKey(), s.name, added[si])
-		}
-	}
-	if pl.Len() > 0 {
-		if _, err := pl.Exec(ctx); err != nil {
-			return fmt.Errorf("count pending: %w", err)
-		}
 	}
 	return nil
 }

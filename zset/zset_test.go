@@ -429,34 +429,48 @@ func testModel(t *testing.T, newIndex newIndexFunc) {
 	}
 }
 
+// A batch far over MaxArgs on one zset is cut into commands of at most
+// MaxArgs arguments, by ZADD NX while the segment is sparse and by
+// placeScript when it is not.
 func TestAddLargeBatchChunks(t *testing.T) {
-	ctx := context.Background()
-	ix, m, c := newTestIndex(t, Config{Shards: 1, Fill: 1 << 20})
-	const n = MaxArgs*2 + 7 // needs several scripts on one key
-	entries := make([]Entry, n)
-	for i := range entries {
-		entries[i] = Entry{ID: uint64(i + 1), ExecAt: ms(t0.Add(time.Hour)) + int64(i%1000)}
-	}
-	var scripts []int // argument count of every script run
-	m.Server().SetPreHook(func(_ *server.Peer, cmd string, args ...string) bool {
-		if cmd == "EVAL" || cmd == "EVALSHA" {
-			scripts = append(scripts, len(args)-3)
-		}
-		return false
-	})
-	if err := ix.Add(ctx, t0, entries); err != nil {
-		t.Fatal(err)
-	}
-	if got := c.ZCard(ctx, ix.Key(entries[0])).Val(); got != n {
-		t.Fatalf("zset holds %d, want %d", got, n)
-	}
-	if len(scripts) < 5 {
-		t.Fatalf("Add ran %d scripts, want at least 5", len(scripts))
-	}
-	for _, args := range scripts {
-		if args > MaxArgs {
-			t.Fatalf("a script carried %d arguments, cap is %d", args, MaxArgs)
-		}
+	const n = MaxArgs*2 + 7 // needs several commands on one key
+	for _, tc := range []struct {
+		name string
+		fill int
+		cmd  string
+	}{{"sparse", 1 << 20, "ZADD"}, {"walk", 12_000, "EVALSHA"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			ix, m, c := newTestIndex(t, Config{Shards: 1, Fill: tc.fill})
+			entries := make([]Entry, n)
+			for i := range entries {
+				entries[i] = Entry{ID: uint64(i + 1), ExecAt: ms(t0.Add(time.Hour)) + int64(i%1000)}
+			}
+			var sent []int // arguments after the key of every ZADD or script run
+			m.Server().SetPreHook(func(_ *server.Peer, cmd string, args ...string) bool {
+				switch {
+				case cmd == tc.cmd && cmd == "ZADD" && args[0] != ix.Registry():
+					sent = append(sent, len(args)-1)
+				case cmd == tc.cmd || cmd == "EVAL" && tc.cmd == "EVALSHA":
+					sent = append(sent, len(args)-3)
+				}
+				return false
+			})
+			if err := ix.Add(ctx, t0, entries); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.ZCard(ctx, ix.Key(entries[0])).Val(); got != n {
+				t.Fatalf("zset holds %d, want %d", got, n)
+			}
+			if len(sent) < 5 {
+				t.Fatalf("Add sent %d %s, want at least 5", len(sent), tc.cmd)
+			}
+			for _, args := range sent {
+				if args > MaxArgs {
+					t.Fatalf("a %s carried %d arguments, cap is %d", tc.cmd, args, MaxArgs)
+				}
+			}
+		})
 	}
 }
 
