@@ -60,13 +60,14 @@
 // due, never a task) and takes no new task again, even once drained. Add
 // walks each task down its path: in each zset the task is either already
 // there (done: the same task added again), or the zset is open (added by
-// placeScript), or sealed (on to the next family). Zsets the process saw
-// sealed are only looked into (ZMSCORE), not written (see "Costs"). Family
-// MaxFamilies-1 never seals. Before Add writes into family f >= 1 of a
-// segment it raises the segment's count in {prefix}:families to f+1, and
-// readers (DueKeys, DueGroups, Retire, Pending) list the zsets of every
-// family counted there. A uniform hour with the defaults stays in family 0
-// (the layout before families); a million tasks due in one second use
+// placeScript, or by ZADD NX while the segment is sparse, see "Costs"), or
+// sealed (on to the next family). Zsets the process saw sealed are only
+// looked into (ZMSCORE), not written. Family MaxFamilies-1 never seals.
+// Before Add writes into family f >= 1 of a segment it raises the
+// segment's count in {prefix}:families to f+1, and readers (DueKeys,
+// DueGroups, Retire, Pending) list the zsets of every family counted
+// there. A uniform hour with the defaults stays in family 0 (the layout
+// before families); a million tasks due in one second use
 // families 0-7, 9,216 zsets.
 //
 // # Invariants
@@ -84,6 +85,13 @@
 //     however far the segment has grown since: one task, one member, one
 //     zset, whatever the interleaving of Adds (each zset's step is one
 //     script) and scans.
+//   - ZADD NX (no seal check) writes only into family 0 of a segment that,
+//     read in the same Add before it writes, has one family: no task of it
+//     is anywhere but family 0 (a second family is recorded before a task
+//     goes past family 0), so a plain ZADD NX cannot add a second copy of
+//     one. The bound of 0.6*Fill tasks a zset on average keeps its zsets
+//     under Fill; one that skewed ids push past it only costs memory (a
+//     skiplist past 128), and the first walk that meets it seals it.
 //   - A task whose segment has already ended (segment end <= now) lands in
 //     the segment of now instead, with its score still its exec_at. The
 //     dispatcher therefore never needs to look at a segment after it ended
@@ -142,14 +150,23 @@
 //
 // # Costs
 //
-// Add sends one placeScript per zset touched (a fixed number of commands
-// whatever the tasks: a ZMSCORE, a ZCARD, a ZADD), pipelined, then one
-// HINCRBY per segment. In a segment that grew families, an Add starts each
-// task at the first zset of its path that this process has not seen
-// sealed, and first checks the sealed zsets on the way with one pipelined
-// ZMSCORE per zset (a sealed zset takes no task again, so a task not found
-// there never will be): two or three round trips an Add however many
-// families, instead of one script step per family. DueMany reads any
+// Add first sends the registry ZADD with an HMGET of the pending and of
+// the family counts of its segments (one round trip). A segment with one
+// family and at most 0.6*Fill tasks a zset on average (sparse: a uniform
+// hour with the defaults) takes its tasks by plain ZADD NX, one per zset,
+// pipelined; only a zset where that added fewer members than it was given
+// (a task added again, a reused id) goes on to the walk. The other
+// segments walk: one placeScript per zset touched (a fixed number of
+// commands whatever the tasks: a ZMSCORE, a ZCARD, a ZADD), pipelined. In
+// a segment that grew families, the walk starts each task at the first
+// zset of its path that this process has not seen sealed, and first looks
+// it up in the sealed zsets on the way, one pipelined ZMSCORE per zset (a
+// sealed zset takes no task again, so a task not found there never will
+// be; plain ids first, long forms only for an id held at another time: a
+// listpack lookup scans the zset). Then one HINCRBY per segment. So an Add
+// costs three round trips, four or five in a segment that grew families,
+// instead of one script step per family.
+// DueMany reads any
 // number of zsets with one ZRANGEBYSCORE each in one pipeline; RemoveMany
 // runs one removeScript per zset and MaxArgs/2 entries (a ZMSCORE and a
 // ZREM) in one pipeline, then one HINCRBY per segment. DueKeys and
