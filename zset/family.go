@@ -231,8 +231,8 @@ func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) 
 // may get (as a share of Fill) while Add writes into them with plain ZADD
 // NX. At 0.6 (76 of 127) a zset of a uniformly hashed segment passes 128
 // members about once in a billion; one that does (skewed ids) becomes a
-// skiplist but nothing else goes wrong: no zset seals while its segment
-// is sparse, and the first walk past it seals it.
+// skiplist but nothing else goes wrong, and the first walk that meets it
+// seals it.
 const sparseShare = 0.6
 
 // sparse sends the registry ZADD and reads the pending and family counts
@@ -352,7 +352,7 @@ func (ix *Index) walk(ctx context.Context, segs []segPlan, added []int64) error 
 	}
 	if slices.ContainsFunc(todo, func(p placing) bool { return p.f > 0 }) {
 		var err error
-		if todo, err = ix.placed(ctx, segs, todo, nil); err != nil {
+		if todo, err = ix.placed(ctx, segs, todo); err != nil {
 			return err
 		}
 	}
@@ -403,10 +403,10 @@ type placing struct {
 // placed drops from todo the entries found in a zset of their path that
 // this process knows sealed, and returns the rest. An entry not in a sealed
 // zset never will be. It looks up the plain ids (one ZMSCORE per zset,
-// pipelined behind pre), then "<id>@<exec_at>" only where the plain id is
+// pipelined), then "<id>@<exec_at>" only where the plain id is
 // held at another time (a reused id): a lookup in a listpack is a scan of
 // it, so each member asked for costs.
-func (ix *Index) placed(ctx context.Context, segs []segPlan, todo []placing, pre func(redis.Pipeliner)) ([]placing, error) {
+func (ix *Index) placed(ctx context.Context, segs []segPlan, todo []placing) ([]placing, error) {
 	var probes []*probe
 	byKey := make(map[string]*probe)
 	for i, p := range todo {
@@ -422,7 +422,7 @@ func (ix *Index) placed(ctx context.Context, segs []segPlan, todo []placing, pre
 			pr.members = append(pr.members, strconv.FormatUint(p.e.ID, 10))
 		}
 	}
-	if err := ix.lookup(ctx, probes, pre); err != nil {
+	if err := ix.lookup(ctx, probes); err != nil {
 		return nil, err
 	}
 	found := make([]bool, len(todo))
@@ -444,7 +444,7 @@ func (ix *Index) placed(ctx context.Context, segs []segPlan, todo []placing, pre
 			}
 		}
 	}
-	if err := ix.lookup(ctx, long, nil); err != nil {
+	if err := ix.lookup(ctx, long); err != nil {
 		return nil, err
 	}
 	for _, lp := range long {
@@ -469,15 +469,10 @@ type probe struct {
 	scores  []float64 // the answer; 0 for a member not there
 }
 
-// lookup runs the ZMSCORE of every probe, MaxPipeline a round trip, pre
-// (if not nil) queued ahead of the first.
-func (ix *Index) lookup(ctx context.Context, probes []*probe, pre func(redis.Pipeliner)) error {
+// lookup runs the ZMSCORE of every probe, MaxPipeline a round trip.
+func (ix *Index) lookup(ctx context.Context, probes []*probe) error {
 	for c := range slices.Chunk(probes, MaxPipeline) {
 		pl := ix.client.Pipeline()
-		if pre != nil {
-			pre(pl)
-			pre = nil
-		}
 		cmds := make([]*redis.FloatSliceCmd, len(c))
 		for i, pr := range c {
 			cmds[i] = pl.ZMScore(ctx, pr.key, pr.members...)
