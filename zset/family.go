@@ -289,15 +289,7 @@ func (ix *Index) fastAdd(ctx context.Context, segs []segPlan, sparse []bool, add
 			continue
 		}
 		rest[si] = segPlan{start: s.start, name: s.name}
-		byShard := make(map[int][]Entry)
-		var order []int
-		for _, e := range s.entries {
-			sh := ix.shard(e.ID)
-			if _, ok := byShard[sh]; !ok {
-				order = append(order, sh)
-			}
-			byShard[sh] = append(byShard[sh], e)
-		}
+		order, byShard := groupBy(s.entries, func(e Entry) int { return ix.shard(e.ID) })
 		for _, sh := range order {
 			for c := range slices.Chunk(byShard[sh], (MaxArgs-1)/2) {
 				sent = append(sent, &zadd{seg: si, key: ix.key(s.name, sh), entries: c})
@@ -518,15 +510,9 @@ func (ix *Index) placeCalls(segs []segPlan, todo []placing) ([]scriptCall, [][]p
 	type target struct {
 		seg, f, shard int
 	}
-	byTarget := make(map[target][]placing)
-	var order []target
-	for _, p := range todo {
-		t := target{p.seg, p.f, ix.familyShard(p.e.ID, p.f)}
-		if _, ok := byTarget[t]; !ok {
-			order = append(order, t)
-		}
-		byTarget[t] = append(byTarget[t], p)
-	}
+	order, byTarget := groupBy(todo, func(p placing) target {
+		return target{p.seg, p.f, ix.familyShard(p.e.ID, p.f)}
+	})
 	var calls []scriptCall
 	var members [][]placing
 	for _, t := range order {
@@ -578,6 +564,19 @@ func (ix *Index) noteSealed(start int64, f, shard int) {
 		ix.sealedSeg[start] = m
 	}
 	m[famShard{f, shard}] = true
+}
+
+// groupBy groups items by key; keys lists the keys in first-seen order.
+func groupBy[T any, K comparable](items []T, key func(T) K) (keys []K, groups map[K][]T) {
+	groups = make(map[K][]T)
+	for _, it := range items {
+		k := key(it)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], it)
+	}
+	return keys, groups
 }
 
 // maxNotes caps the segments a process keeps notes on (families recorded,
