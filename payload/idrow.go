@@ -60,7 +60,7 @@ func (s IDState) Due() int64 {
 // it is, and Moving -1 clears the reschedule cell (reads 0 after).
 type IDWrite struct {
 	ID        uint64
-	Name      string // the task name, kept in the row (d:n)
+	Name      string // the task name, for error messages (not stored)
 	Submitted int64  // d:s
 	At        int64  // d:a
 	Moving    int64  // d:r

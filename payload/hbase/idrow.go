@@ -15,8 +15,9 @@ import (
 
 // Id row cells (family d, row payload.IDRowKey): the id → due-time lookup
 // of cancel by id alone and reschedule. Times are 8-byte big-endian unix ms.
+// Rows written before this layout also hold d:n (the task name); it was
+// never read and is no longer written.
 const (
-	colIDName      = "n" // task name
 	colIDSubmitted = "s" // due time of the latest submit
 	colIDAt        = "a" // current due time after a move
 	colIDMoving    = "r" // latest reschedule's target
@@ -39,9 +40,6 @@ func (h *Store) PutIDs(ctx context.Context, writes []payload.IDWrite) (err error
 	calls := make([]hrpc.Call, 0, len(writes))
 	for _, w := range writes {
 		cols := map[string][]byte{}
-		if w.Name != "" {
-			cols[colIDName] = []byte(w.Name)
-		}
 		latest := int64(0)
 		for _, c := range []struct {
 			col string
