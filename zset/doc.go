@@ -44,10 +44,12 @@
 // The registry {prefix}:segments is one sorted set with member = segment
 // string and score = segment start (unix ms). It lists every segment that
 // may hold members. Readers find zsets through the registry and never use
-// KEYS or SCAN. Two hashes go with it: {prefix}:families (field = segment,
-// value = shard families in use, only for segments with more than one) and
-// {prefix}:pending (field = segment, value = members added minus members
-// removed, what Backlog reports).
+// KEYS or SCAN. Three hashes go with it: {prefix}:families (field =
+// segment, value = shard families in use, only for segments with more than
+// one), {prefix}:pending (field = segment, value = members added minus
+// members removed, what Backlog reports) and {prefix}:offered (field =
+// segment, value = tasks all Adds were given for it, raised before they
+// write and never lowered: the bound of the ZADD NX path, see "Costs").
 //
 // # Shard families
 //
@@ -89,9 +91,18 @@
 //     read in the same Add before it writes, has one family: no task of it
 //     is anywhere but family 0 (a second family is recorded before a task
 //     goes past family 0), so a plain ZADD NX cannot add a second copy of
-//     one. The bound of 0.6*Fill tasks a zset on average keeps its zsets
-//     under Fill; one that skewed ids push past it only costs memory (a
-//     skiplist past 128), and the first walk that meets it seals it.
+//     one. It writes only while the segment's offered count, raised by
+//     every Add's whole batch before it writes (so including the batches of
+//     Adds running at the same time, in any process), is at most 0.6*Fill
+//     tasks a zset: all ZADD NX writes of a segment together stay under
+//     that. This keeps its zsets under Fill; one that skewed ids push past
+//     it only costs memory (a skiplist past 128), and the first walk that
+//     meets it seals it. The bound does not cover a writer that stalls
+//     between its first round trip and its ZADD NX while other Adds walk
+//     the segment's zsets full (its ZADD NX then lands on a full zset: a
+//     skiplist), nor a task sent twice at once through two Adds on either
+//     side of the segment's second family (two members, delivered twice):
+//     both need one Add to be overtaken by several others.
 //   - A task whose segment has already ended (segment end <= now) lands in
 //     the segment of now instead, with its score still its exec_at. The
 //     dispatcher therefore never needs to look at a segment after it ended
@@ -101,7 +112,7 @@
 //   - Retire removes a segment from the registry only when the segment ended
 //     before the given time and all its zsets hold no task; it unlinks the
 //     zsets (sealed ones keep their seal member) and drops the segment's
-//     fields of the two hashes. Since Add never
+//     fields of the three hashes. Since Add never
 //     writes into an ended segment, a grace period longer than the clock skew
 //     between processes makes this race free.
 //   - Same id + same exec_at added twice is one member: ZADD NX adds nothing
@@ -150,10 +161,11 @@
 //
 // # Costs
 //
-// Add first sends the registry ZADD with an HMGET of the pending and of
-// the family counts of its segments (one round trip). A segment with one
-// family and at most 0.6*Fill tasks a zset on average (sparse: a uniform
-// hour with the defaults) takes its tasks by plain ZADD NX, one per zset,
+// Add first sends the registry ZADD with an HINCRBY of the offered count of
+// each of its segments (by its tasks there) and an HMGET of their family
+// counts (one round trip). A segment with one family and an offered count
+// of at most 0.6*Fill tasks a zset (sparse: a uniform hour with the
+// defaults) takes its tasks by plain ZADD NX, one per zset,
 // pipelined; only a zset where that added fewer members than it was given
 // (a task added again, a reused id) goes on to the walk. The other
 // segments walk: one placeScript per zset touched (a fixed number of

@@ -68,6 +68,13 @@ func (ix *Index) familiesKey() string { return ix.prefix + ":families" }
 // members added minus members removed (Add and Remove keep it).
 func (ix *Index) pendingKey() string { return ix.prefix + ":pending" }
 
+// offeredKey is the hash of offered counts: field = segment, value = the
+// tasks every Add so far has been given for the segment, raised before
+// anything is written and never lowered (removals, tasks already there
+// and retried Adds leave it at or above what the segment ever held), so
+// it bounds what concurrent plain ZADD NX writers can put in a segment.
+func (ix *Index) offeredKey() string { return ix.prefix + ":offered" }
+
 // families returns the families in use of each segment (1 without a field).
 func (ix *Index) families(ctx context.Context, names []string) ([]int, error) {
 	out := make([]int, len(names))
@@ -195,9 +202,9 @@ type segPlan struct {
 }
 
 // place indexes the entries of segs and counts what it added in the
-// pending hash. One round trip sends the registry ZADD and reads the
-// pending and family counts of the segments (sparse). A segment with one
-// family and few enough tasks takes its entries by plain ZADD NX, one per
+// pending hash. One round trip sends the registry ZADD, raises the offered
+// counts of the segments and reads their family counts (sparse). A segment
+// with one family and few enough tasks takes its entries by plain ZADD NX, one per
 // zset (fastAdd); the others, and the entries a ZADD NX did not add (a
 // task added again, an id reused), walk their paths (walk).
 func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) error {
@@ -228,20 +235,22 @@ func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) 
 }
 
 // sparseShare is how full, on average, the zsets of a one-family segment
-// may get (as a share of Fill) while Add writes into them with plain ZADD
-// NX. At 0.6 (76 of 127) a zset of a uniformly hashed segment passes 128
-// members about once in a billion; one that does (skewed ids) becomes a
-// skiplist but nothing else goes wrong, and the first walk that meets it
-// seals it.
+// may get (as a share of Fill) from plain ZADD NX writes. At 0.6 (76 of
+// 127) a zset of a uniformly hashed segment passes 128 members about once
+// in a billion; one that does (skewed ids) becomes a skiplist but nothing
+// else goes wrong, and the first walk that meets it seals it.
 const sparseShare = 0.6
 
-// sparse sends the registry ZADD and reads the pending and family counts
-// of segs in one round trip, and reports which segments are sparse: one
-// family, and at most sparseShare*Fill tasks a zset on average once the
-// batch is in. A segment is read as sparse just before its zsets could
-// fill (see sparseShare), and families are recorded before anything is
-// written past family 0, so a plain ZADD NX never puts a task beside a
-// copy of it in a later family.
+// sparse sends the registry ZADD, raises the offered count of each of segs
+// by its entries and reads the family counts in one round trip, and
+// reports which segments are sparse: one family, and an offered count of
+// at most sparseShare*Fill tasks a zset once the batch is in. The offered
+// count includes every concurrent Add's batch (HINCRBY returns the sum of
+// all of them), so Adds running side by side, in any process, cannot
+// together write more than that by ZADD NX; a count of members added,
+// read before writing, would not see the batches in flight. Families are
+// recorded before anything is written past family 0, so a plain ZADD NX
+// never puts a task beside a copy of it in a later family.
 func (ix *Index) sparse(ctx context.Context, segs []segPlan, registry []redis.Z) ([]bool, error) {
 	pl := ix.client.Pipeline()
 	for c := range slices.Chunk(registry, MaxArgs/2) {
@@ -251,9 +260,12 @@ func (ix *Index) sparse(ctx context.Context, segs []segPlan, registry []redis.Z)
 	for i, s := range segs {
 		names[i] = s.name
 	}
-	var pending, fams []*redis.SliceCmd
+	offered := make([]*redis.IntCmd, len(segs))
+	for i, s := range segs {
+		offered[i] = pl.HIncrBy(ctx, ix.offeredKey(), s.name, int64(len(s.entries)))
+	}
+	var fams []*redis.SliceCmd
 	for c := range slices.Chunk(names, MaxArgs) {
-		pending = append(pending, pl.HMGet(ctx, ix.pendingKey(), c...))
 		fams = append(fams, pl.HMGet(ctx, ix.familiesKey(), c...))
 	}
 	if _, err := pl.Exec(ctx); err != nil {
@@ -261,10 +273,8 @@ func (ix *Index) sparse(ctx context.Context, segs []segPlan, registry []redis.Z)
 	}
 	limit := int64(sparseShare * float64(ix.shards*ix.fill))
 	out := make([]bool, len(segs))
-	for i, s := range segs {
-		p, f := pending[i/MaxArgs].Val()[i%MaxArgs], fams[i/MaxArgs].Val()[i%MaxArgs]
-		n, _ := strconv.ParseInt(fmt.Sprint(p), 10, 64) // nil: none counted
-		out[i] = f == nil && n+int64(len(s.entries)) <= limit
+	for i := range segs {
+		out[i] = fams[i/MaxArgs].Val()[i%MaxArgs] == nil && offered[i].Val() <= limit
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 
 func TestFamilies(t *testing.T)           { testFamilies(t, miniIndex) }
 func TestFamiliesConcurrent(t *testing.T) { testFamiliesConcurrent(t, miniIndex) }
+func TestSparseInFlight(t *testing.T)     { testSparseInFlight(t, miniIndex) }
 
 func TestFamilyKeys(t *testing.T) {
 	ix, _, _ := newTestIndex(t, Config{Shards: 4})
@@ -196,7 +197,7 @@ func testFamilies(t *testing.T, newIndex newIndexFunc) {
 			t.Fatalf("key %d of the retired segment is left", i)
 		}
 	}
-	for _, h := range []string{ix.familiesKey(), ix.pendingKey()} {
+	for _, h := range []string{ix.familiesKey(), ix.pendingKey(), ix.offeredKey()} {
 		if n := c.HLen(ctx, h).Val(); n != 0 {
 			t.Fatalf("%s keeps %d fields after retire", h, n)
 		}
@@ -244,6 +245,52 @@ func testFamiliesConcurrent(t *testing.T, newIndex newIndexFunc) {
 		if n != 1 {
 			t.Fatalf("%v came back %d times", e, n)
 		}
+	}
+}
+
+// testSparseInFlight: Adds whose first round trips all come before any of
+// them writes (lanes of several processes at once) may together take no
+// more tasks of a segment by plain ZADD NX than the sparse bound; a count
+// of what was added would let each of them through. And every Add counts,
+// whatever it adds: a batch added again, or one under a second family,
+// still raises the offered count.
+func testSparseInFlight(t *testing.T, newIndex newIndexFunc) {
+	ctx := context.Background()
+	ix, c := newIndex(t, Config{Shards: 4, Fill: 20}) // bound: 0.6*4*20 = 48
+	seg := ms(t0.Add(time.Minute))
+	batch := func(first int) []Entry {
+		var es []Entry
+		for i := range 30 {
+			es = append(es, Entry{ID: uint64(first+i+1) << 20, ExecAt: seg + int64(i)})
+		}
+		return es
+	}
+	a, b := ix.plan(ms(t0), batch(0)), ix.plan(ms(t0), batch(100))
+	sa, err := ix.sparse(ctx, a.segs, a.segments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := ix.sparse(ctx, b.segs, b.segments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sa[0] || sb[0] {
+		t.Fatalf("two batches of 30 in flight against a bound of 48: sparse = %v, %v; want the first only", sa[0], sb[0])
+	}
+	// What they write, and the same again, counts in full.
+	for range 2 {
+		for _, p := range []plan{a, b} {
+			if err := ix.Add(ctx, t0, p.segs[0].entries); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	name := ix.segmentName(seg)
+	if got := c.HGet(ctx, ix.offeredKey(), name).Val(); got != "180" {
+		t.Fatalf("offered count = %s, want 180 (2 in flight + 4 Adds of 30)", got)
+	}
+	if b, err := ix.Backlog(ctx); err != nil || len(b) != 1 || b[0].Pending != 60 {
+		t.Fatalf("Backlog = %+v, %v; want 60 pending", b, err)
 	}
 }
 

@@ -71,6 +71,7 @@ func TestRedisCluster(t *testing.T) {
 	t.Run("Index", func(t *testing.T) { testIndex(t, clusterIndex) })
 	t.Run("Families", func(t *testing.T) { testFamilies(t, clusterIndex) })
 	t.Run("FamiliesConcurrent", func(t *testing.T) { testFamiliesConcurrent(t, clusterIndex) })
+	t.Run("SparseInFlight", func(t *testing.T) { testSparseInFlight(t, clusterIndex) })
 	t.Run("DueGroups", func(t *testing.T) { testDueGroups(t, clusterIndex) })
 }
 
@@ -217,4 +218,5 @@ func testIndex(t *testing.T, newIndex newIndexFunc) {
 // Shard families on the real Redis: sealing, growth while scanned.
 func TestRealRedisFamilies(t *testing.T)           { testFamilies(t, realIndex) }
 func TestRealRedisFamiliesConcurrent(t *testing.T) { testFamiliesConcurrent(t, realIndex) }
+func TestRealRedisSparseInFlight(t *testing.T)     { testSparseInFlight(t, realIndex) }
 func TestRealRedisDueGroups(t *testing.T)          { testDueGroups(t, realIndex) }

@@ -714,7 +714,7 @@ func (ix *Index) RemoveMany(ctx context.Context, rs []Removal) (err error) {
 // Retire removes from the registry the segments that ended at or before
 // `before` (unix ms) and whose zsets hold no task, and returns how many it
 // removed. It unlinks their zsets (sealed ones keep their seal member) and
-// drops their family and pending counts. Pass a time well behind now (the
+// drops their family, pending and offered counts. Pass a time well behind now (the
 // dispatcher's grace): Add never writes into an ended segment, so an empty
 // ended segment stays empty.
 func (ix *Index) Retire(ctx context.Context, before int64) (n int, err error) {
@@ -763,6 +763,7 @@ func (ix *Index) Retire(ctx context.Context, before int64) (n int, err error) {
 		b.add(ctx, func(pl redis.Pipeliner) {
 			pl.HDel(ctx, ix.familiesKey(), c...)
 			pl.HDel(ctx, ix.pendingKey(), c...)
+			pl.HDel(ctx, ix.offeredKey(), c...)
 		})
 	}
 	for c := range slices.Chunk(empty, MaxArgs) {
