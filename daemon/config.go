@@ -49,6 +49,9 @@ type Config struct {
 	ZsetFill    int
 	Partitions  int // partitions of the topics delayd creates; default 8
 	ScanWorkers int // scanner goroutines per partition; default 8
+	// IngestBatch is the most input messages of one partition stored and
+	// committed together (ingest.Config.BatchSize); default 4000.
+	IngestBatch int
 	// ScanCoalesce rounds scanner wake-ups up to its multiples
 	// (scanner.Config.Coalesce); default 50ms, negative: none.
 	ScanCoalesce time.Duration
@@ -145,6 +148,9 @@ func (c *Config) setDefaults() {
 	if c.ScanWorkers == 0 {
 		c.ScanWorkers = scanner.DefaultWorkers
 	}
+	if c.IngestBatch == 0 {
+		c.IngestBatch = ingest.DefaultBatchSize
+	}
 	if c.Retention == 0 {
 		c.Retention = hbase.DefaultRetention
 	}
@@ -187,6 +193,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ScanWorkers < 1 {
 		bad("scan-workers: %d must be at least 1", c.ScanWorkers)
+	}
+	if c.IngestBatch < 1 {
+		bad("ingest-batch: %d must be at least 1", c.IngestBatch)
 	}
 	for _, b := range c.Brokers {
 		if !strings.Contains(b, ":") {

@@ -182,7 +182,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	decode := payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: allowList(cfg.AllowTopics)}
 	if cfg.has(RoleIngest) {
 		in, err := ingest.New(ingest.Config{
-			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate,
+			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
 			Decode: decode,
 			Marks:  ix, Logger: d.opts.Logger, Registerer: d.reg,
 		}, store, ix, w)

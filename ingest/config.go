@@ -18,7 +18,7 @@ import (
 const (
 	DefaultGroupID     = "delayq-ingest"
 	DefaultSlowRate    = 1000
-	DefaultBatchSize   = 1000
+	DefaultBatchSize   = 4000
 	DefaultBatchWait   = 20 * time.Millisecond
 	DefaultCallTimeout = 10 * time.Second
 	// DefaultRescheduleGrace is how long a reschedule whose task is not
@@ -65,8 +65,10 @@ type Config struct {
 	// crowd out live input. Default 1000.
 	SlowRate float64
 	// BatchSize is the most messages of one partition handled (and
-	// committed) together: large enough to amortize a store round trip,
-	// small enough to keep a batch's latency low. Default 1000.
+	// committed) together: large enough to amortize a store round trip
+	// and, in a dense segment, a Redis script per zset touched, small
+	// enough to keep a batch's latency low. Default 4000 (200k burst
+	// submit: 1000 took about 20 % longer, 8000 no less).
 	BatchSize int
 	// BatchWait is how long a batch stays open after its first message, so
 	// a trickle of input still makes batches of a few messages. Default 20ms.

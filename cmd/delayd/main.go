@@ -66,6 +66,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.Partitions, "partitions", topics.DefaultPartitions, "partitions of the topics delayd creates")
 	fs.IntVar(&cfg.ScanWorkers, "scan-workers", scanner.DefaultWorkers, "scanner goroutines per delay-scan partition")
 	fs.DurationVar(&cfg.ScanCoalesce, "scan-coalesce", scanner.DefaultCoalesce, "round scanner wake-ups up to multiples of this: fewer, larger steps, more lateness (negative: none)")
+	fs.IntVar(&cfg.IngestBatch, "ingest-batch", ingest.DefaultBatchSize, "most input messages of one partition stored and committed together")
 	fs.Float64Var(&cfg.SlowRate, "slow-rate", ingest.DefaultSlowRate, "delay-input-slow messages per second")
 	fs.DurationVar(&cfg.Retention, "retention", hbase.DefaultRetention, "how long a stored task outlives its due time")
 	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ on the --http address")
