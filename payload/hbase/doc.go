@@ -85,13 +85,14 @@
 // so id rows sort after all task rows of their salt and no exec_at range
 // reaches them. Family d, times as 8-byte big-endian unix ms:
 //
-//	d:n  task name
 //	d:s  due time of the latest submit
 //	d:a  current due time after a move (reschedule, next occurrence); beats d:s
 //	d:r  the latest reschedule's new time (an 8-byte 0 once cleared)
 //	d:x  cancelled by id alone
 //
-// PutIDs writes the given cells of a row in one put; their TTL is that of
+// Rows written before also hold d:n (the task name); nothing read it, and
+// it is no longer written (a submit writes one cell, d:s). PutIDs writes
+// the given cells of a row in one put; their TTL is that of
 // a task cell for the latest time given, and a cancel without a time keeps
 // for payload.DefaultMaxDelay + Retention.
 //
