@@ -26,7 +26,7 @@ const (
 	DefaultTable         = "delayq_tasks"
 	DefaultSalts         = 16
 	DefaultRetention     = 7 * 24 * time.Hour
-	DefaultPutBatch      = 500
+	DefaultPutBatch      = 2000
 	DefaultFlushInterval = time.Millisecond
 )
 
@@ -86,7 +86,10 @@ type Config struct {
 	// both layouts either way.
 	LegacyCells bool
 	// PutBatch is the most rows one SendBatch call carries, for puts and gets
-	// (default DefaultPutBatch, 500).
+	// (default DefaultPutBatch, 2000). HBase pays per region action of a
+	// call (row locks, a WAL append, MVCC): a 200k burst stored in calls of
+	// 2000 cost HBase about a quarter less CPU than in calls of 500 (4000:
+	// no less again).
 	PutBatch int
 	// FlushInterval is how long gohbase waits to fill a region server's RPC
 	// queue before it sends a partial batch (default DefaultFlushInterval,
