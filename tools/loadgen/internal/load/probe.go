@@ -35,6 +35,10 @@ func Scrape(ctx context.Context, client *http.Client, addr string, names ...stri
 	if err != nil {
 		return nil, err
 	}
+	// Uncompressed: the run scrapes every pollEvery, and gzip made each
+	// scrape cost delayd about 2 ms of CPU instead of 1.3 (on loopback the
+	// bytes saved are free).
+	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("scrape delayd metrics: %w", err)
