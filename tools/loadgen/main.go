@@ -53,6 +53,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.Producers, "producers", load.DefaultProducers, "concurrent producer calls")
 	fs.BoolVar(&cfg.NoDeliver, "no-deliver", false, "stop once every task is accepted (memory runs)")
 	fs.BoolVar(&cfg.Baseline, "baseline", false, "measure a kafka-go pass-through first and report ratios")
+	fs.IntVar(&cfg.BaselineBatch, "baseline-batch", load.DefaultBaselineBatch, "messages the baseline copies per write and commit")
 	fs.DurationVar(&cfg.AcceptTimeout, "accept-timeout", load.DefaultAcceptTimeout, "how long to wait for acceptance")
 	fs.DurationVar(&cfg.Grace, "grace", load.DefaultGrace, "how long after the last due time to wait for deliveries")
 	fs.BoolVar(&cfg.KeepTopics, "keep-topics", false, "keep the topics loadgen created")

@@ -14,11 +14,12 @@ import (
 	"github.com/delayq/delayq/kafka/topics"
 )
 
-// Copier batching: what ingest does with delay-input (batches of up to
-// 1,000 messages, 20 ms after the first), minus the stores.
+// Copier batching: ingest's loop minus the stores, with the batches
+// ingest had when the goals were set against this baseline (up to 1,000
+// messages, 20 ms after the first); Config.BaselineBatch changes the size.
 const (
-	copyBatch     = 1000
-	copyBatchWait = 20 * time.Millisecond
+	DefaultBaselineBatch = 1000
+	copyBatchWait        = 20 * time.Millisecond
 )
 
 // outTopic counts what reaches a baseline output topic.
@@ -59,7 +60,7 @@ func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) 
 	if err := topics.Ensure(ctx, cfg.Brokers, specs); err != nil {
 		return nil, names, err
 	}
-	bl := &Baseline{}
+	bl := &Baseline{Batch: cfg.BaselineBatch}
 	start := time.Now()
 	src, err := newTaskSource(cfg, start, NewTally(cfg.Tasks))
 	if err != nil {
@@ -72,7 +73,7 @@ func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) 
 	var outs outTopic
 	waitOut := collect(cctx, cfg.Brokers, out, cfg.Partitions, outs.add)
 	copyErr := make(chan error, 1)
-	go func() { copyErr <- copyTopic(cctx, cfg.Brokers, cfg.Run+"-copy", in, out) }()
+	go func() { copyErr <- copyTopic(cctx, cfg.Brokers, cfg.Run+"-copy", in, out, cfg.BaselineBatch) }()
 
 	w := producer.New(producer.Config{Brokers: cfg.Brokers})
 	defer w.Close()
@@ -116,7 +117,7 @@ func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) 
 	var drained outTopic
 	waitDrain := collect(dctx, cfg.Brokers, drain, cfg.Partitions, drained.add)
 	drainErr := make(chan error, 1)
-	go func() { drainErr <- copyTopic(dctx, cfg.Brokers, cfg.Run+"-drain", in, drain) }()
+	go func() { drainErr <- copyTopic(dctx, cfg.Brokers, cfg.Run+"-drain", in, drain, cfg.BaselineBatch) }()
 	dStart := time.Now()
 	stopProgress = progress(cfg, dStart, func() string {
 		return fmt.Sprintf("baseline: backlog copied %d/%d", drained.n.Load(), cfg.Tasks+1)
@@ -157,20 +158,20 @@ func waitCount(ctx context.Context, n *atomic.Int64, want int64, timeout time.Du
 }
 
 // copyTopic is the pass-through: a kafka-go consumer-group reader on from,
-// batches of up to copyBatch messages closed copyBatchWait after their
-// first, each written to `to` with a RequireAll writer and then committed,
-// until ctx ends.
-func copyTopic(ctx context.Context, brokers []string, group, from, to string) error {
+// batches of up to size messages closed copyBatchWait after their first,
+// each written to `to` with a RequireAll writer and then committed, until
+// ctx ends.
+func copyTopic(ctx context.Context, brokers []string, group, from, to string, size int) error {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers: brokers, GroupID: group, Topic: from, StartOffset: kafka.FirstOffset,
-		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond, QueueCapacity: copyBatch,
+		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond, QueueCapacity: size,
 		HeartbeatInterval: consumer.HeartbeatInterval, SessionTimeout: consumer.SessionTimeout,
 		JoinGroupBackoff: consumer.JoinBackoff,
 	})
 	defer r.Close()
 	w := producer.New(producer.Config{Brokers: brokers})
 	defer w.Close()
-	batch := make([]kafka.Message, 0, copyBatch)
+	batch := make([]kafka.Message, 0, size)
 	for {
 		batch = batch[:0]
 		m, err := r.FetchMessage(ctx)
@@ -179,7 +180,7 @@ func copyTopic(ctx context.Context, brokers []string, group, from, to string) er
 		}
 		batch = append(batch, m)
 		bctx, cancel := context.WithTimeout(ctx, copyBatchWait)
-		for len(batch) < copyBatch {
+		for len(batch) < size {
 			m, err := r.FetchMessage(bctx)
 			if err != nil {
 				break

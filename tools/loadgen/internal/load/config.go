@@ -63,6 +63,9 @@ type Config struct {
 
 	NoDeliver bool // stop once everything is accepted (memory runs)
 	Baseline  bool // run the kafka-go pass-through baseline first
+	// BaselineBatch is the most messages the baseline copies per write and
+	// commit; default DefaultBaselineBatch (1000).
+	BaselineBatch int
 
 	AcceptTimeout time.Duration // how long to wait for acceptance; default 10m
 	Grace         time.Duration // how long after the last due time to wait for deliveries; default 2m
@@ -91,6 +94,9 @@ func (c *Config) setDefaults() {
 	def(&c.Topic, "loadgen-"+c.Run)
 	if c.Tasks == 0 {
 		c.Tasks = DefaultTasks
+	}
+	if c.BaselineBatch == 0 {
+		c.BaselineBatch = DefaultBaselineBatch
 	}
 	if c.Payload == 0 {
 		c.Payload = DefaultPayload
@@ -133,6 +139,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Rate < 0 {
 		bad("rate %v < 0", c.Rate)
+	}
+	if c.BaselineBatch < 0 {
+		bad("baseline-batch %d < 0", c.BaselineBatch)
 	}
 	if c.Payload < 0 {
 		bad("payload %d < 0", c.Payload)

@@ -27,6 +27,7 @@ type Report struct {
 
 // Baseline is the plain kafka-go pass-through measured in the same run.
 type Baseline struct {
+	Batch       int     `json:"batch"`        // messages copied per write and commit
 	ProduceRate float64 `json:"produce_rate"` // the load tool's producer alone
 	// CopyRate: input copied to the output topic while it was being
 	// produced, from the first produce to the last copy.
@@ -128,7 +129,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 	}
 	p("loadgen %s: %d tasks of %d B, %s, delays %s, ids %s\n", r.Run, r.Tasks, r.Payload, rate, r.Delays, r.IDs)
 	if bl := r.Baseline; bl != nil {
-		p("baseline (kafka-go consumer group -> writer, same messages)\n")
+		p("baseline (kafka-go consumer group -> writer, same messages, batches of %d)\n", bl.Batch)
 		p("  produce          %10.0f msg/s\n", bl.ProduceRate)
 		p("  copy, streaming  %10.0f msg/s  (%d in %.2fs)\n", bl.CopyRate, bl.Copied, bl.CopySeconds)
 		p("  copy, backlog    %10.0f msg/s  (%d in %.2fs)\n", bl.DrainRate, bl.Drained, bl.DrainSeconds)
