@@ -257,11 +257,9 @@ func (ix *Index) sparse(ctx context.Context, segs []segPlan, registry []redis.Z)
 		pl.ZAdd(ctx, ix.registry, c...)
 	}
 	names := make([]string, len(segs))
-	for i, s := range segs {
-		names[i] = s.name
-	}
 	offered := make([]*redis.IntCmd, len(segs))
 	for i, s := range segs {
+		names[i] = s.name
 		offered[i] = pl.HIncrBy(ctx, ix.offeredKey(), s.name, int64(len(s.entries)))
 	}
 	var fams []*redis.SliceCmd
@@ -366,7 +364,7 @@ func (ix *Index) walk(ctx context.Context, segs []segPlan, added []int64) error 
 		var next []placing
 		for lo := 0; lo < len(calls); lo += MaxPipeline {
 			hi := min(lo+MaxPipeline, len(calls))
-			res, err := ix.runAllResults(ctx, placeScript, calls[lo:hi], nil)
+			res, err := ix.runAllResults(ctx, placeScript, calls[lo:hi])
 			if err != nil {
 				return fmt.Errorf("place: %w", err)
 			}
@@ -505,7 +503,7 @@ func (ix *Index) recordFamilies(ctx context.Context, segs []segPlan, todo []plac
 	if len(grow) == 0 {
 		return nil
 	}
-	if err := ix.runAll(ctx, growScript, grow, nil); err != nil {
+	if err := ix.runAll(ctx, growScript, grow); err != nil {
 		return fmt.Errorf("record families: %w", err)
 	}
 	for si, n := range need {

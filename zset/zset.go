@@ -355,8 +355,8 @@ type scriptCall struct {
 
 // runAll runs script once per call (see runAllResults) and drops the
 // replies.
-func (ix *Index) runAll(ctx context.Context, script *redis.Script, calls []scriptCall, pre func(redis.Pipeliner)) error {
-	_, err := ix.runAllResults(ctx, script, calls, pre)
+func (ix *Index) runAll(ctx context.Context, script *redis.Script, calls []scriptCall) error {
+	_, err := ix.runAllResults(ctx, script, calls)
 	return err
 }
 
@@ -365,9 +365,9 @@ func (ix *Index) runAll(ctx context.Context, script *redis.Script, calls []scrip
 // failed-over replica) run again after one SCRIPT LOAD (on every master of a
 // cluster), and those that still meet it (a failover in between) with EVAL:
 // a pipeline cannot fall back on its own, and resending the script text
-// with every call would multiply the request size. pre, if not nil, queues
-// commands ahead of the first pipeline. It returns the reply of each call.
-func (ix *Index) runAllResults(ctx context.Context, script *redis.Script, calls []scriptCall, pre func(redis.Pipeliner)) ([]any, error) {
+// with every call would multiply the request size. It returns the reply of
+// each call.
+func (ix *Index) runAllResults(ctx context.Context, script *redis.Script, calls []scriptCall) ([]any, error) {
 	out := make([]any, len(calls))
 	idx := make([]int, len(calls))
 	for i := range idx {
@@ -381,11 +381,6 @@ func (ix *Index) runAllResults(ctx context.Context, script *redis.Script, calls 
 			}
 		}
 		pl := ix.client.Pipeline()
-		if pre != nil {
-			pre(pl)
-			pre = nil
-		}
-		first := pl.Len()
 		cmds := make([]*redis.Cmd, len(idx))
 		for i, ci := range idx {
 			c := calls[ci]
@@ -395,12 +390,7 @@ func (ix *Index) runAllResults(ctx context.Context, script *redis.Script, calls 
 				cmds[i] = script.EvalSha(ctx, pl, []string{c.key}, c.args...)
 			}
 		}
-		all, _ := pl.Exec(ctx) // every command carries its own error
-		for _, cmd := range all[:min(first, len(all))] {
-			if err := cmd.Err(); err != nil {
-				return nil, err
-			}
-		}
+		_, _ = pl.Exec(ctx) // every command carries its own error
 		var again []int
 		for i, cmd := range cmds {
 			switch err := cmd.Err(); {
@@ -688,7 +678,7 @@ func (ix *Index) RemoveMany(ctx context.Context, rs []Removal) (err error) {
 	removed := make(map[string]int64)
 	for lo := 0; lo < len(calls); lo += MaxPipeline {
 		hi := min(lo+MaxPipeline, len(calls))
-		res, err := ix.runAllResults(ctx, removeScript, calls[lo:hi], nil)
+		res, err := ix.runAllResults(ctx, removeScript, calls[lo:hi])
 		if err != nil {
 			return fmt.Errorf("zset: remove %d entries from %d zsets (%s...): %w", n, len(rs), rs[0].Key, err)
 		}
