@@ -582,7 +582,7 @@ func TestConfig(t *testing.T) {
 		if c.GroupID != "delayq-ingest" || c.Input != "delay-input" || c.Slow != "delay-input-slow" || c.Failed != "delay-failed" {
 			t.Errorf("names: %q %q %q %q", c.GroupID, c.Input, c.Slow, c.Failed)
 		}
-		if c.BatchSize != DefaultBatchSize || c.BatchWait != DefaultBatchWait || c.SlowRate != DefaultSlowRate || c.CallTimeout != DefaultCallTimeout {
+		if c.BatchSize != DefaultBatchSize || c.BatchBytes != DefaultBatchBytes || c.BatchWait != DefaultBatchWait || c.SlowRate != DefaultSlowRate || c.CallTimeout != DefaultCallTimeout {
 			t.Errorf("batch: %+v", c)
 		}
 		if c.DrainTimeout != consumer.SessionTimeout/2 {
@@ -590,14 +590,14 @@ func TestConfig(t *testing.T) {
 		}
 	})
 	t.Run("every problem at once", func(t *testing.T) {
-		c := Config{Input: "a", Slow: "a", BatchSize: -1, CallTimeout: -1, DrainTimeout: consumer.MaxDrain,
+		c := Config{Input: "a", Slow: "a", BatchSize: -1, BatchBytes: -1, CallTimeout: -1, DrainTimeout: consumer.MaxDrain,
 			Decode: payload.DecodeConfig{MaxDelay: -1}}
 		c.setDefaults()
 		err := c.Validate()
 		if !errors.Is(err, ErrConfig) {
 			t.Fatalf("Validate = %v, want ErrConfig", err)
 		}
-		for _, want := range []string{"brokers", "topics", "batch size", "call timeout", "drain timeout", "decode: payload: MaxDelay"} {
+		for _, want := range []string{"brokers", "topics", "batch size", "batch bytes", "call timeout", "drain timeout", "decode: payload: MaxDelay"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not mention %s", err, want)
 			}

@@ -20,6 +20,7 @@ const (
 	DefaultSlowRate    = 1000
 	DefaultBatchSize   = 4000
 	DefaultBatchWait   = 20 * time.Millisecond
+	DefaultBatchBytes  = 16 << 20
 	DefaultCallTimeout = 10 * time.Second
 	// DefaultRescheduleGrace is how long a reschedule whose task is not
 	// stored yet waits for it (by the reschedule's record timestamp).
@@ -70,6 +71,10 @@ type Config struct {
 	// enough to keep a batch's latency low. Default 4000 (200k burst
 	// submit: 1000 took about 20 % longer, 8000 no less).
 	BatchSize int
+	// BatchBytes closes a batch early once its messages' keys, values and
+	// headers add up to this many bytes, so that large payloads do not
+	// make BatchSize messages a batch of gigabytes. Default 16 MiB.
+	BatchBytes int
 	// BatchWait is how long a batch stays open after its first message, so
 	// a trickle of input still makes batches of a few messages. Default 20ms.
 	BatchWait time.Duration
@@ -131,6 +136,9 @@ func (c *Config) setDefaults() {
 	if c.BatchWait == 0 {
 		c.BatchWait = DefaultBatchWait
 	}
+	if c.BatchBytes == 0 {
+		c.BatchBytes = DefaultBatchBytes
+	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
@@ -182,6 +190,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BatchWait < 0 {
 		bad("batch wait: %v < 0", c.BatchWait)
+	}
+	if c.BatchBytes < 0 {
+		bad("batch bytes: %d < 0", c.BatchBytes)
 	}
 	if err := c.Decode.Validate(); err != nil {
 		bad("decode: %w", err)

@@ -178,7 +178,8 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 }
 
 // newReader returns a reader of one partition positioned at offset (a
-// committed offset, or kafka.FirstOffset), its queue as deep as a batch.
+// committed offset, or kafka.FirstOffset), its queue as deep as a batch
+// but at most maxQueue messages.
 func (in *Ingester) newReader(topic string, partition int, offset int64, prog *progress) (*kafka.Reader, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:       in.cfg.Brokers,
@@ -187,7 +188,7 @@ func (in *Ingester) newReader(topic string, partition int, offset int64, prog *p
 		MinBytes:      1,
 		MaxBytes:      16 << 20, // room for input of payload's MaxPayload and more
 		MaxWait:       fetchMaxWait,
-		QueueCapacity: in.cfg.BatchSize,
+		QueueCapacity: min(in.cfg.BatchSize, maxQueue),
 		ErrorLogger:   kafka.LoggerFunc(func(string, ...any) { prog.readerError() }),
 	})
 	if err := r.SetOffset(offset); err != nil {
@@ -196,6 +197,12 @@ func (in *Ingester) newReader(topic string, partition int, offset int64, prog *p
 	}
 	return r, nil
 }
+
+// maxQueue caps a partition reader's queue of fetched messages, which
+// kafka-go keeps full: with payloads of up to payload.DefaultMaxPayload
+// (1 MiB) a queue of BatchSize (4000) could hold 4 GiB a partition. A
+// batch fills from the queue while the reader refills it.
+const maxQueue = 1000
 
 // fetchMaxWait is how long a partition reader's fetch waits on the broker
 // for new input.

@@ -124,13 +124,15 @@ func (in *Ingester) consume(ctx, gctx context.Context, c committer, l lane) erro
 	}
 }
 
-// fetch appends messages of l to batch until it holds BatchSize of them,
-// BatchWait has passed since the first, ctx ends or fetching fails. It waits
+// fetch appends messages of l to batch until it holds BatchSize of them or
+// BatchBytes of payload, BatchWait has passed since the first, ctx ends or
+// fetching fails. It waits
 // for the first message as long as it takes. An error comes with the
 // messages fetched before it, which must still be handled.
 func (in *Ingester) fetch(ctx context.Context, l lane, batch []kafka.Message) ([]kafka.Message, error) {
 	fctx := ctx
-	for len(batch) < in.cfg.BatchSize {
+	size := 0
+	for len(batch) < in.cfg.BatchSize && size < in.cfg.BatchBytes {
 		if l.lim != nil {
 			if err := l.lim.wait(fctx); err != nil {
 				break
@@ -151,6 +153,7 @@ func (in *Ingester) fetch(ctx context.Context, l lane, batch []kafka.Message) ([
 			break // the batch's time is up
 		}
 		batch = append(batch, m)
+		size += messageBytes(m)
 		if len(batch) == 1 {
 			var cancel context.CancelFunc
 			fctx, cancel = context.WithTimeout(ctx, in.cfg.BatchWait)
@@ -158,6 +161,15 @@ func (in *Ingester) fetch(ctx context.Context, l lane, batch []kafka.Message) ([
 		}
 	}
 	return batch, ctx.Err()
+}
+
+// messageBytes is what m weighs in a batch: key, value and headers.
+func messageBytes(m kafka.Message) int {
+	n := len(m.Key) + len(m.Value)
+	for _, h := range m.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
 }
 
 // process stores batch (messages of one partition, in offset order) and

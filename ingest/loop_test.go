@@ -86,6 +86,31 @@ func TestConsumeCommitsAfterStoring(t *testing.T) {
 	})
 }
 
+// A batch closes at BatchBytes of payload as well as at BatchSize
+// messages: large payloads make small batches.
+func TestConsumeBatchBytes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		two := 2 * messageBytes(after("delay-input", 0, 10))
+		f := newFixture(t, func(c *Config) { c.BatchSize = 100; c.BatchBytes = two; c.BatchWait = 30 * time.Millisecond })
+		lr := runLane(t, f, nil)
+		for i := range int64(5) {
+			lr.r.in <- after("delay-input", 0, 10+i)
+		}
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		lr.stop()
+		if err := lr.wait(); err != nil {
+			t.Fatalf("consume: %v", err)
+		}
+		want := []string{"put 2", "add 2", "commit delay-input/0@12", "put 2", "add 2", "commit delay-input/0@14",
+			"put 1", "add 1", "commit delay-input/0@15"}
+		if got := f.ev.list(); !slices.Equal(got, want) {
+			t.Errorf("events %v, want %v", got, want)
+		}
+	})
+}
+
 func TestConsumeMalformedOnlyIsCommitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, nil)
