@@ -108,7 +108,8 @@
 //
 // Store is safe for concurrent use; its gohbase client runs one goroutine
 // per region server connection until Close. Put and Get send their chunks
-// with a few SendBatch calls in flight and return only when all have ended;
+// (for Get also its filtered scans, one per salt asked for ScanRows rows or
+// more) with a few calls in flight and return only when all have ended;
 // Scan holds one gohbase scanner per salt (with lease renewal) and closes
 // them all before it returns.
 package hbase

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tsuna/gohbase"
 	"github.com/tsuna/gohbase/hrpc"
-	"github.com/tsuna/gohbase/pb"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/delayq/delayq/payload"
@@ -28,6 +27,7 @@ const (
 	DefaultRetention     = 7 * 24 * time.Hour
 	DefaultPutBatch      = 2000
 	DefaultFlushInterval = time.Millisecond
+	DefaultScanRows      = 32
 )
 
 // Table layout: one family, one-letter qualifiers (see the package doc).
@@ -91,6 +91,10 @@ type Config struct {
 	// 2000 cost HBase about a quarter less CPU than in calls of 500 (4000:
 	// no less again).
 	PutBatch int
+	// ScanRows is how many rows of one salt a Get must ask for to read
+	// them with one filtered scan instead of point Gets (default
+	// DefaultScanRows, 32; negative: never). See Get.
+	ScanRows int
 	// FlushInterval is how long gohbase waits to fill a region server's RPC
 	// queue before it sends a partial batch (default DefaultFlushInterval,
 	// 1 ms; negative: send at once).
@@ -119,6 +123,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PutBatch == 0 {
 		c.PutBatch = DefaultPutBatch
+	}
+	if c.ScanRows == 0 {
+		c.ScanRows = DefaultScanRows
 	}
 	if c.FlushInterval == 0 {
 		c.FlushInterval = DefaultFlushInterval
@@ -159,6 +166,7 @@ type Store struct {
 	retention time.Duration
 	legacy    bool // Config.LegacyCells
 	batch     int
+	scanRows  int // Config.ScanRows; negative: never
 	log       *slog.Logger
 	metrics   *metrics
 }
@@ -189,6 +197,7 @@ func New(cfg Config) (*Store, error) {
 		retention: cfg.Retention,
 		legacy:    cfg.LegacyCells,
 		batch:     cfg.PutBatch,
+		scanRows:  cfg.ScanRows,
 		log:       log,
 		metrics:   m,
 	}, nil
@@ -283,58 +292,6 @@ func legacyCells(t *payload.Task) map[string][]byte {
 		cols[colHeader] = payload.EncodeHeaders(t.Headers)
 	}
 	return cols
-}
-
-// Get reads the rows at refs with SendBatch, PutBatch rows a call, a few
-// calls in flight.
-func (h *Store) Get(ctx context.Context, refs []payload.Ref) (_ []*payload.Task, err error) {
-	if len(refs) == 0 {
-		return []*payload.Task{}, nil
-	}
-	defer h.observe("get", time.Now(), &err)
-
-	out := make([]*payload.Task, len(refs))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(inFlight)
-	for lo := 0; lo < len(refs); lo += h.batch {
-		hi := min(lo+h.batch, len(refs))
-		g.Go(func() error { return h.getChunk(gctx, refs[lo:hi], out[lo:hi]) })
-	}
-	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("hbase: get %d rows: %w", len(refs), err)
-	}
-	return out, nil
-}
-
-func (h *Store) getChunk(ctx context.Context, refs []payload.Ref, out []*payload.Task) error {
-	calls := make([]hrpc.Call, len(refs))
-	for i, r := range refs {
-		get, err := hrpc.NewGet(ctx, h.table, payload.RowKey(h.salts, r))
-		if err != nil {
-			return err
-		}
-		calls[i] = get
-	}
-	res, err := h.send(ctx, calls)
-	if err != nil {
-		return err
-	}
-	for i, r := range res {
-		resp, ok := r.Msg.(*pb.GetResponse)
-		if !ok {
-			return fmt.Errorf("get %d: unexpected response %T", refs[i].ID, r.Msg)
-		}
-		cells := hrpc.ToLocalResult(resp.GetResult()).Cells
-		if len(cells) == 0 {
-			continue
-		}
-		t, err := rowTask(refs[i], cells)
-		if err != nil {
-			return err
-		}
-		out[i] = t
-	}
-	return nil
 }
 
 // send runs one SendBatch call and turns its per-call errors into one.

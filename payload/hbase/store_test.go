@@ -83,6 +83,22 @@ func TestHBaseStore(t *testing.T) {
 		})
 	})
 
+	// Every Get a filtered scan per salt (by default only salts asked for
+	// ScanRows rows or more, as in LargeBatch and DenseGet), and every Get
+	// point Gets.
+	for _, rows := range []int{1, -1} {
+		t.Run(fmt.Sprintf("conformance ScanRows %d", rows), func(t *testing.T) {
+			payloadtest.Run(t, func(t *testing.T) payload.Store {
+				s, err := hbase.New(hbase.Config{ZK: zk, Table: table, Salts: salts, ScanRows: rows})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(s.Close)
+				return s
+			})
+		})
+	}
+
 	t.Run("metrics", func(t *testing.T) {
 		mfs, err := reg.Gather()
 		if err != nil {

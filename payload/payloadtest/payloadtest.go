@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) payload.Store) {
 		{"ScanStops", testScanStops},
 		{"PastAndFarTasks", testPastAndFarTasks},
 		{"LargeBatch", testLargeBatch},
+		{"DenseGet", testDenseGet},
 		{"IDRows", testIDRows},
 	}
 	for _, tt := range tests {
@@ -447,5 +448,60 @@ func testLargeBatch(t *testing.T, s payload.Store, w window) {
 	}
 	if rows := scan(t, s, w.at(0), w.at(day)); len(rows) != n {
 		t.Errorf("Scan returned %d rows, want %d", len(rows), n)
+	}
+}
+
+// testDenseGet asks, in one Get in shuffled order, for every other row of
+// 4,000 due within two seconds (the rows in between are stored and not
+// asked for), for some rows twice, and for rows that are not stored beside
+// them: the rows a dense scan step reads, which the HBase store reads with
+// filtered scans.
+func testDenseGet(t *testing.T, s payload.Store, w window) {
+	const n = 4000
+	tasks := make([]payload.Task, n)
+	for i := range tasks {
+		tasks[i] = task(w, i)
+		tasks[i].ExecAt = w.at(int64(i % 2000))
+		if i%50 == 0 {
+			tasks[i].Cancel = true
+		}
+	}
+	put(t, s, tasks...)
+	var (
+		refs []payload.Ref
+		want []*payload.Task
+	)
+	for i := 0; i < n; i += 2 {
+		tk := tasks[i]
+		if tk.Cancel {
+			tk = cancelOf(tk)
+		}
+		refs = append(refs, tasks[i].Ref())
+		want = append(want, &tk)
+		if i%10 == 0 { // again
+			refs = append(refs, tasks[i].Ref())
+			want = append(want, &tk)
+		}
+		if i%7 == 0 { // not stored: the row before and after a stored one
+			refs = append(refs, payload.Ref{ID: tasks[i].ID - 1, ExecAt: tasks[i].ExecAt}, payload.Ref{ID: tasks[i].ID + 1, ExecAt: tasks[i].ExecAt})
+			want = append(want, nil, nil)
+		}
+	}
+	rand.Shuffle(len(refs), func(i, j int) {
+		refs[i], refs[j] = refs[j], refs[i]
+		want[i], want[j] = want[j], want[i]
+	})
+	for i, g := range get(t, s, refs...) {
+		switch {
+		case want[i] == nil && g != nil:
+			t.Errorf("Get(%v) = %s, want nil", refs[i], show(*g))
+		case want[i] != nil && g == nil:
+			t.Errorf("Get(%v) = nil, want %s", refs[i], show(*want[i]))
+		case want[i] != nil:
+			same(t, fmt.Sprintf("Get(%v)", refs[i]), g, *want[i])
+		}
+		if t.Failed() {
+			return
+		}
 	}
 }
