@@ -38,9 +38,20 @@ var adminPolicy = retry.Policy{
 	Permanent: func(err error) bool { return !isStarting(err) },
 }
 
+// familyAttributes are the column family's settings beyond gohbase's
+// defaults (ROW bloom filter, 64 KiB blocks). Every read is a seek to a
+// row: ROW_INDEX_V1 blocks carry an index of their rows, so a seek is a
+// binary search, where gohbase's default FAST_DIFF decodes the block from
+// its start up to the row. Draining 1M tasks due in one second from store
+// files took HBase 12–13 s of CPU with it against 30 s with FAST_DIFF.
+var familyAttributes = map[string]string{
+	"VERSIONS":            "1",
+	"DATA_BLOCK_ENCODING": "ROW_INDEX_V1",
+}
+
 // CreateTable makes sure table exists for salts salt values: it creates it
-// pre-split into one region per salt, with the one column family (VERSIONS
-// 1) and the salt count in the table attribute SaltsAttribute. It is
+// pre-split into one region per salt, with the one column family
+// (familyAttributes) and the salt count in the table attribute SaltsAttribute. It is
 // idempotent. On an existing table it checks the salt count instead and
 // returns an error wrapping ErrSaltsMismatch, naming both counts, when they
 // differ. An existing table without the attribute (created before it
@@ -58,7 +69,7 @@ func CreateTable(ctx context.Context, zk, table string, salts int) error {
 	created := false
 	err := a.do(ctx, "create table", func(ctx context.Context) error {
 		ct := hrpc.NewCreateTable(ctx, []byte(table),
-			map[string]map[string]string{family: {"VERSIONS": "1"}},
+			map[string]map[string]string{family: familyAttributes},
 			hrpc.SplitKeys(payload.SplitKeys(salts)),
 			hrpc.TableAttributes(map[string]string{SaltsAttribute: strconv.Itoa(salts)}))
 		switch err := a.ac.CreateTable(ct); {

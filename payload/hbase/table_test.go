@@ -88,6 +88,28 @@ func recorded(t *testing.T, ctx context.Context, zk, table string) string {
 	return v
 }
 
+// familyAttribute returns an attribute of the table's column family.
+func familyAttribute(t *testing.T, ctx context.Context, zk, table, key string) string {
+	t.Helper()
+	a := newAdmin(zk)
+	defer a.close()
+	s, err := a.schema(ctx, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cf := range s.GetColumnFamilies() {
+		if string(cf.GetName()) != family {
+			continue
+		}
+		for _, at := range cf.GetAttributes() {
+			if string(at.GetFirst()) == key {
+				return string(at.GetSecond())
+			}
+		}
+	}
+	return ""
+}
+
 func wantMismatch(t *testing.T, err error, counts ...string) {
 	t.Helper()
 	if !errors.Is(err, ErrSaltsMismatch) {
@@ -114,6 +136,9 @@ func TestTableSalts(t *testing.T) {
 		}
 		if v := recorded(t, ctx, zk, table); v != "8" {
 			t.Fatalf("%s = %q, want 8", SaltsAttribute, v)
+		}
+		if v := familyAttribute(t, ctx, zk, table, "DATA_BLOCK_ENCODING"); v != "ROW_INDEX_V1" {
+			t.Errorf("DATA_BLOCK_ENCODING = %q, want ROW_INDEX_V1", v)
 		}
 		if err := CreateTable(ctx, zk, table, 8); err != nil {
 			t.Fatalf("CreateTable again with the same salts: %v", err)
