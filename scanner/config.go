@@ -39,8 +39,13 @@ const (
 	commitReserve = time.Second
 	// queueSize is the number of scan tasks queued per worker.
 	queueSize = 16
-	// maxGroup caps the zsets a worker steps together.
-	maxGroup = 32
+	// maxGroup caps the zsets a worker steps together. The zsets of a
+	// dense segment hold at most ~128 entries each (shard families), so a
+	// step is up to ~16k entries; the store reads the rows of a step that
+	// share a salt with one scan, and the more of them it asks for, the
+	// closer they sit (1M due in one second: 11.0–12.0 s drains with 128
+	// against 12.1–15.9 s with 32).
+	maxGroup = 128
 	// maxParked caps the deliveries a worker holds aside (see park.go);
 	// past it the worker only retries those until some settle.
 	maxParked = 1000

@@ -104,8 +104,7 @@ func (h *Store) scanSalt(ctx context.Context, refs []payload.Ref, ws []wanted, o
 	last := ws[len(ws)-1].key
 	stop := append(last[:len(last):len(last)], 0) // the first key after last
 	scan, err := hrpc.NewScanRange(ctx, h.table, ws[0].key, stop,
-		hrpc.Filters(filter.NewMultiRowRangeFilter(ranges)),
-		hrpc.NumberOfRows(uint32(len(ranges))))
+		hrpc.Filters(filter.NewMultiRowRangeFilter(ranges)))
 	if err != nil {
 		return err
 	}
