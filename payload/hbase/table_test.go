@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tsuna/gohbase/hrpc"
+	"github.com/tsuna/gohbase/pb"
 
 	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/payload"
@@ -75,8 +76,8 @@ func createLegacy(t *testing.T, ctx context.Context, zk, table string, splits []
 	}
 }
 
-// recorded returns the table's SaltsAttribute, or "" without one.
-func recorded(t *testing.T, ctx context.Context, zk, table string) string {
+// schemaOf reads the table's descriptor.
+func schemaOf(t *testing.T, ctx context.Context, zk, table string) *pb.TableSchema {
 	t.Helper()
 	a := newAdmin(zk)
 	defer a.close()
@@ -84,20 +85,20 @@ func recorded(t *testing.T, ctx context.Context, zk, table string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _ := attribute(s, SaltsAttribute)
+	return s
+}
+
+// recorded returns the table's SaltsAttribute, or "" without one.
+func recorded(t *testing.T, ctx context.Context, zk, table string) string {
+	t.Helper()
+	v, _ := attribute(schemaOf(t, ctx, zk, table), SaltsAttribute)
 	return v
 }
 
 // familyAttribute returns an attribute of the table's column family.
 func familyAttribute(t *testing.T, ctx context.Context, zk, table, key string) string {
 	t.Helper()
-	a := newAdmin(zk)
-	defer a.close()
-	s, err := a.schema(ctx, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cf := range s.GetColumnFamilies() {
+	for _, cf := range schemaOf(t, ctx, zk, table).GetColumnFamilies() {
 		if string(cf.GetName()) != family {
 			continue
 		}
