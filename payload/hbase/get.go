@@ -140,8 +140,8 @@ func (h *Store) scanSalt(ctx context.Context, refs []payload.Ref, ws []wanted, o
 	}
 }
 
-// fill sets the task of each of ws (one row, asked for once or more) from the row's cells;
-// no cells: the row is missing and the tasks stay nil.
+// fill sets the task of each of ws (one row, asked for once or more) from
+// the row's cells; no cells: the row is missing and the tasks stay nil.
 func (h *Store) fill(refs []payload.Ref, ws []wanted, cells []*hrpc.Cell, out []*payload.Task) error {
 	if len(cells) == 0 {
 		return nil
