@@ -61,54 +61,40 @@ func (lr *laneRun) wait() error {
 	}
 }
 
+// Five messages in batches of two, each committed after its put and add.
+// A batch closes at BatchSize messages, or at BatchBytes of payload
+// (large payloads make small batches).
 func TestConsumeCommitsAfterStoring(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, func(c *Config) { c.BatchSize = 2; c.BatchWait = 30 * time.Millisecond })
-		lr := runLane(t, f, nil)
-		for i := range int64(5) {
-			lr.r.in <- after("delay-input", 0, 10+i)
-		}
-		synctest.Wait()
-		time.Sleep(time.Second)
-		synctest.Wait()
-		lr.stop()
-		if err := lr.wait(); err != nil {
-			t.Fatalf("consume: %v", err)
-		}
-		want := []string{"put 2", "add 2", "commit delay-input/0@12", "put 2", "add 2", "commit delay-input/0@14",
-			"put 1", "add 1", "commit delay-input/0@15"}
-		if got := f.ev.list(); !slices.Equal(got, want) {
-			t.Errorf("events %v, want %v", got, want)
-		}
-		if lr.r.closed {
-			t.Error("consume closed the reader")
-		}
-	})
-}
-
-// A batch closes at BatchBytes of payload as well as at BatchSize
-// messages: large payloads make small batches.
-func TestConsumeBatchBytes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		two := 2 * messageBytes(after("delay-input", 0, 10))
-		f := newFixture(t, func(c *Config) { c.BatchSize = 100; c.BatchBytes = two; c.BatchWait = 30 * time.Millisecond })
-		lr := runLane(t, f, nil)
-		for i := range int64(5) {
-			lr.r.in <- after("delay-input", 0, 10+i)
-		}
-		synctest.Wait()
-		time.Sleep(time.Second)
-		synctest.Wait()
-		lr.stop()
-		if err := lr.wait(); err != nil {
-			t.Fatalf("consume: %v", err)
-		}
-		want := []string{"put 2", "add 2", "commit delay-input/0@12", "put 2", "add 2", "commit delay-input/0@14",
-			"put 1", "add 1", "commit delay-input/0@15"}
-		if got := f.ev.list(); !slices.Equal(got, want) {
-			t.Errorf("events %v, want %v", got, want)
-		}
-	})
+	two := 2 * messageBytes(after("delay-input", 0, 10))
+	for name, set := range map[string]func(*Config){
+		"BatchSize":  func(c *Config) { c.BatchSize = 2 },
+		"BatchBytes": func(c *Config) { c.BatchSize = 100; c.BatchBytes = two },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t, func(c *Config) { set(c); c.BatchWait = 30 * time.Millisecond })
+				lr := runLane(t, f, nil)
+				for i := range int64(5) {
+					lr.r.in <- after("delay-input", 0, 10+i)
+				}
+				synctest.Wait()
+				time.Sleep(time.Second)
+				synctest.Wait()
+				lr.stop()
+				if err := lr.wait(); err != nil {
+					t.Fatalf("consume: %v", err)
+				}
+				want := []string{"put 2", "add 2", "commit delay-input/0@12", "put 2", "add 2", "commit delay-input/0@14",
+					"put 1", "add 1", "commit delay-input/0@15"}
+				if got := f.ev.list(); !slices.Equal(got, want) {
+					t.Errorf("events %v, want %v", got, want)
+				}
+				if lr.r.closed {
+					t.Error("consume closed the reader")
+				}
+			})
+		})
+	}
 }
 
 func TestConsumeMalformedOnlyIsCommitted(t *testing.T) {
