@@ -126,9 +126,9 @@ func (in *Ingester) consume(ctx, gctx context.Context, c committer, l lane) erro
 
 // fetch appends messages of l to batch until it holds BatchSize of them or
 // BatchBytes of payload, BatchWait has passed since the first, ctx ends or
-// fetching fails. It waits
-// for the first message as long as it takes. An error comes with the
-// messages fetched before it, which must still be handled.
+// fetching fails. It waits for the first message as long as it takes. An
+// error comes with the messages fetched before it, which must still be
+// handled.
 func (in *Ingester) fetch(ctx context.Context, l lane, batch []kafka.Message) ([]kafka.Message, error) {
 	fctx := ctx
 	size := 0

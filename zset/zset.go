@@ -704,9 +704,9 @@ func (ix *Index) RemoveMany(ctx context.Context, rs []Removal) (err error) {
 // Retire removes from the registry the segments that ended at or before
 // `before` (unix ms) and whose zsets hold no task, and returns how many it
 // removed. It unlinks their zsets (sealed ones keep their seal member) and
-// drops their family, pending and offered counts. Pass a time well behind now (the
-// dispatcher's grace): Add never writes into an ended segment, so an empty
-// ended segment stays empty.
+// drops their family, pending and offered counts. Pass a time well behind
+// now (the dispatcher's grace): Add never writes into an ended segment, so
+// an empty ended segment stays empty.
 func (ix *Index) Retire(ctx context.Context, before int64) (n int, err error) {
 	defer ix.metrics.observe("retire", time.Now(), &err)
 	keys, segs, err := ix.keysOf(ctx, "-inf", strconv.FormatInt(before-ix.segMs, 10))
