@@ -26,7 +26,8 @@ type wanted struct {
 // that it asks for at least ScanRows of are read with one scan of that
 // salt from the first to the last of them, filtered to exactly those rows
 // (MultiRowRangeFilter); the rest with point Gets, PutBatch a SendBatch
-// call.
+// call. Gets that run at the same time are read together (merge.go), unless
+// MergedGets is negative.
 //
 // Rows due together sit together in their salt, so a dense step (many
 // tasks due in the same second) asks for many rows close to each other: the
@@ -38,14 +39,32 @@ func (h *Store) Get(ctx context.Context, refs []payload.Ref) (_ []*payload.Task,
 		return []*payload.Task{}, nil
 	}
 	defer h.observe("get", time.Now(), &err)
+	var out []*payload.Task
+	if h.merge != nil && len(refs) <= maxMergedRefs {
+		out, err = h.merge.get(ctx, refs)
+	} else {
+		var errs []error
+		if out, errs, err = h.read(ctx, refs); err == nil {
+			err = firstError(errs)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hbase: get %d rows: %w", len(refs), err)
+	}
+	return out, nil
+}
 
+// read reads the rows at refs (see Get). It fails as a whole when a call
+// fails; a row that cannot be read as a task fails only its refs: errs[i]
+// is the error of refs[i].
+func (h *Store) read(ctx context.Context, refs []payload.Ref) (out []*payload.Task, errs []error, err error) {
 	bySalt := make([][]wanted, h.salts)
 	for i, r := range refs {
 		k := payload.RowKey(h.salts, r)
 		bySalt[k[0]] = append(bySalt[k[0]], wanted{key: k, at: i})
 	}
 	var points []wanted
-	out := make([]*payload.Task, len(refs))
+	rs := rows{refs: refs, out: make([]*payload.Task, len(refs)), errs: make([]error, len(refs))}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(inFlight)
 	for _, ws := range bySalt {
@@ -53,20 +72,27 @@ func (h *Store) Get(ctx context.Context, refs []payload.Ref) (_ []*payload.Task,
 			points = append(points, ws...)
 			continue
 		}
-		g.Go(func() error { return h.scanSalt(gctx, refs, ws, out) })
+		g.Go(func() error { return h.scanSalt(gctx, rs, ws) })
 	}
 	for lo := 0; lo < len(points); lo += h.batch {
 		ws := points[lo:min(lo+h.batch, len(points))]
-		g.Go(func() error { return h.getRows(gctx, refs, ws, out) })
+		g.Go(func() error { return h.getRows(gctx, rs, ws) })
 	}
 	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("hbase: get %d rows: %w", len(refs), err)
+		return nil, nil, err
 	}
-	return out, nil
+	return rs.out, rs.errs, nil
+}
+
+// rows is what a read fills: the task and the error of each ref.
+type rows struct {
+	refs []payload.Ref
+	out  []*payload.Task
+	errs []error
 }
 
 // getRows reads the rows ws with one SendBatch of point Gets.
-func (h *Store) getRows(ctx context.Context, refs []payload.Ref, ws []wanted, out []*payload.Task) error {
+func (h *Store) getRows(ctx context.Context, rs rows, ws []wanted) error {
 	calls := make([]hrpc.Call, len(ws))
 	for i, w := range ws {
 		get, err := hrpc.NewGet(ctx, h.table, w.key)
@@ -82,18 +108,16 @@ func (h *Store) getRows(ctx context.Context, refs []payload.Ref, ws []wanted, ou
 	for i, r := range res {
 		resp, ok := r.Msg.(*pb.GetResponse)
 		if !ok {
-			return fmt.Errorf("get %d: unexpected response %T", refs[ws[i].at].ID, r.Msg)
+			return fmt.Errorf("get %d: unexpected response %T", rs.refs[ws[i].at].ID, r.Msg)
 		}
-		if err := h.fill(refs, ws[i:i+1], hrpc.ToLocalResult(resp.GetResult()).Cells, out); err != nil {
-			return err
-		}
+		rs.fill(ws[i:i+1], hrpc.ToLocalResult(resp.GetResult()).Cells)
 	}
 	return nil
 }
 
 // scanSalt reads the rows ws, all of one salt, with one scan from the
 // first to the last of them that returns only those rows.
-func (h *Store) scanSalt(ctx context.Context, refs []payload.Ref, ws []wanted, out []*payload.Task) error {
+func (h *Store) scanSalt(ctx context.Context, rs rows, ws []wanted) error {
 	slices.SortFunc(ws, func(a, b wanted) int { return bytes.Compare(a.key, b.key) })
 	ranges := make([]*filter.RowRange, 0, len(ws))
 	for i, w := range ws {
@@ -133,25 +157,19 @@ func (h *Store) scanSalt(ctx context.Context, refs []payload.Ref, ws []wanted, o
 		if n == 0 {
 			return fmt.Errorf("scan of salt %d: row %x not asked for", key[0], key)
 		}
-		if err := h.fill(refs, ws[:n], row.Cells, out); err != nil {
-			return err
-		}
+		rs.fill(ws[:n], row.Cells)
 		ws = ws[n:]
 	}
 }
 
 // fill sets the task of each of ws (one row, asked for once or more) from
-// the row's cells; no cells: the row is missing and the tasks stay nil.
-func (h *Store) fill(refs []payload.Ref, ws []wanted, cells []*hrpc.Cell, out []*payload.Task) error {
+// the row's cells, or its error when the cells are no task; no cells: the
+// row is missing and the tasks stay nil.
+func (rs rows) fill(ws []wanted, cells []*hrpc.Cell) {
 	if len(cells) == 0 {
-		return nil
+		return
 	}
 	for _, w := range ws {
-		t, err := rowTask(refs[w.at], cells)
-		if err != nil {
-			return err
-		}
-		out[w.at] = t
+		rs.out[w.at], rs.errs[w.at] = rowTask(rs.refs[w.at], cells)
 	}
-	return nil
 }

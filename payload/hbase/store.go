@@ -28,6 +28,7 @@ const (
 	DefaultPutBatch      = 2000
 	DefaultFlushInterval = time.Millisecond
 	DefaultScanRows      = 32
+	DefaultMergedGets    = 2
 )
 
 // Table layout: one family, one-letter qualifiers (see the package doc).
@@ -95,6 +96,11 @@ type Config struct {
 	// them with one filtered scan instead of point Gets (default
 	// DefaultScanRows, 32; negative: never). See Get.
 	ScanRows int
+	// MergedGets is how many merged reads of Gets run at once (default
+	// DefaultMergedGets, 2; negative: every Get reads alone). A Get that
+	// arrives while that many are in flight waits and is read together with
+	// the others that wait. See merge.go.
+	MergedGets int
 	// FlushInterval is how long gohbase waits to fill a region server's RPC
 	// queue before it sends a partial batch (default DefaultFlushInterval,
 	// 1 ms; negative: send at once).
@@ -126,6 +132,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ScanRows == 0 {
 		c.ScanRows = DefaultScanRows
+	}
+	if c.MergedGets == 0 {
+		c.MergedGets = DefaultMergedGets
 	}
 	if c.FlushInterval == 0 {
 		c.FlushInterval = DefaultFlushInterval
@@ -166,7 +175,8 @@ type Store struct {
 	retention time.Duration
 	legacy    bool // Config.LegacyCells
 	batch     int
-	scanRows  int // Config.ScanRows; negative: never
+	scanRows  int     // Config.ScanRows; negative: never
+	merge     *merger // nil: Config.MergedGets negative
 	log       *slog.Logger
 	metrics   *metrics
 }
@@ -190,7 +200,7 @@ func New(cfg Config) (*Store, error) {
 		gohbase.RpcQueueSize(cfg.RPCQueueSize),
 		gohbase.Logger(cfg.Logger.With("component", "gohbase")),
 	)
-	return &Store{
+	h := &Store{
 		client:    client,
 		table:     []byte(cfg.Table),
 		salts:     cfg.Salts,
@@ -200,7 +210,11 @@ func New(cfg Config) (*Store, error) {
 		scanRows:  cfg.ScanRows,
 		log:       log,
 		metrics:   m,
-	}, nil
+	}
+	if cfg.MergedGets > 0 {
+		h.merge = &merger{h: h, limit: cfg.MergedGets}
+	}
+	return h, nil
 }
 
 // Close closes the connections to HBase. It is idempotent; calls after it

@@ -74,16 +74,20 @@ func TestHBaseStore(t *testing.T) {
 
 	// By default a Get scans a salt it asks for ScanRows rows or more of
 	// (LargeBatch, DenseGet) and sends point Gets for the rest; ScanRows 1
-	// scans for every Get, -1 never does.
-	for _, rows := range []int{0, 1, -1} {
+	// scans for every Get, -1 never does. MergedGets -1: no merged reads.
+	type variant struct{ rows, merged int }
+	for _, v := range []variant{{0, 0}, {1, 0}, {-1, 0}, {0, -1}} {
 		name := "conformance"
-		if rows != 0 {
-			name = fmt.Sprintf("conformance ScanRows %d", rows)
+		if v.rows != 0 {
+			name += fmt.Sprintf(" ScanRows %d", v.rows)
+		}
+		if v.merged != 0 {
+			name += fmt.Sprintf(" MergedGets %d", v.merged)
 		}
 		t.Run(name, func(t *testing.T) {
 			payloadtest.Run(t, func(t *testing.T) payload.Store {
-				cfg := hbase.Config{ZK: zk, Table: table, Salts: salts, ScanRows: rows}
-				if rows == 0 {
+				cfg := hbase.Config{ZK: zk, Table: table, Salts: salts, ScanRows: v.rows, MergedGets: v.merged}
+				if v == (variant{}) {
 					cfg.Registerer = reg
 				}
 				s, err := hbase.New(cfg)
@@ -97,26 +101,8 @@ func TestHBaseStore(t *testing.T) {
 	}
 
 	t.Run("metrics", func(t *testing.T) {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls := map[string]uint64{}
-		for _, mf := range mfs {
-			if mf.GetName() != "delayq_store_call_seconds" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				labels := map[string]string{}
-				for _, l := range m.GetLabel() {
-					labels[l.GetName()] = l.GetValue()
-				}
-				if labels["store"] == "hbase" {
-					calls[labels["op"]] += m.GetHistogram().GetSampleCount()
-				}
-			}
-		}
-		for _, op := range []string{"put", "get", "scan"} {
+		calls := storeCalls(t, reg)
+		for _, op := range []string{"put", "get", "read", "scan"} {
 			if calls[op] == 0 {
 				t.Errorf("no delayq_store_call_seconds{store=hbase,op=%s} samples (have %v)", op, calls)
 			}
@@ -158,6 +144,32 @@ func TestHBaseStore(t *testing.T) {
 			t.Errorf("Put into a missing table = %v, want table not found", err)
 		}
 	})
+}
+
+// storeCalls returns the sample counts of delayq_store_call_seconds
+// {store="hbase"} in reg, by op.
+func storeCalls(t *testing.T, reg *prometheus.Registry) map[string]uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "delayq_store_call_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["store"] == "hbase" {
+				calls[labels["op"]] += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return calls
 }
 
 // TestHBaseFoundation checks the gohbase features the store stands on,
