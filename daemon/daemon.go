@@ -39,12 +39,12 @@ import (
 // kafka-go writes one batch at a time per partition: the next waits for
 // the acknowledgment of the one before. So BatchSize caps what a partition
 // takes per produce round trip, and on a busy broker that cap is the
-// scanner's throughput: at 100 a 1M burst drain spent 60 % of its workers'
-// time in writes (delivered in 8.9–9.5 s); at 1000, 20 % (7.5–7.8 s). The
+// scanner's throughput: at 100 a 1M burst drain spent 52 % of its workers'
+// time in writes (delivered in 8.9–9.5 s); at 1000, 18 % (7.7–7.9 s). The
 // price is garbage: kafka-go allocates room for BatchSize messages (about
 // 150 B each) with every partition batch it opens, and a steady load opens
 // many small ones (10k tasks/s: delayd CPU per 1,000 tasks 0.053 s at 100,
-// 0.055 s at 1000).
+// 0.055 and 0.057 s at 1000).
 const writerBatch = 1000
 
 // Store is the payload store the roles share: the HBase store in production,

@@ -2,6 +2,7 @@ package hbase
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,7 +74,8 @@ func (m *merger) run() {
 			m.mu.Unlock()
 			return
 		}
-		batch := m.queue[:n:n]
+		batch := slices.Clone(m.queue[:n])
+		clear(m.queue[:n]) // the array outlives them: let them go
 		m.queue = m.queue[n:]
 		m.mu.Unlock()
 		m.read(batch)
