@@ -30,24 +30,50 @@ type httpError struct {
 
 func (e httpError) Error() string { return e.msg }
 
+// backendError is a failed call to one of delayd's dependencies: callers
+// learn which one failed, the log gets the error, whose text may hold
+// addresses of brokers, ZooKeeper or Redis.
+type backendError struct {
+	dep string
+	err error
+}
+
+func (e backendError) Error() string { return e.dep + ": " + e.err.Error() }
+func (e backendError) Unwrap() error { return e.err }
+
+func backend(dep string, err error) error { return backendError{dep, err} }
+
 // api turns f into a JSON endpoint: its value is answered 200, an
-// httpError with its status, any other error 502 (a backend failed).
+// httpError with its status, a backendError 502 (naming the dependency
+// only), any other error 500. With a Token every call needs it.
 func (c *Console) api(f func(*http.Request) (any, error)) http.Handler {
-	return secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return c.secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		v, err := f(r)
+		err := c.authorized(w, r)
+		var v any
+		if err == nil {
+			v, err = f(r)
+		}
 		status := http.StatusOK
 		if err != nil {
-			var he httpError
+			var (
+				he httpError
+				be backendError
+			)
+			msg := err.Error()
 			switch {
 			case errors.As(err, &he):
 				status = he.status
 			case errors.Is(err, ErrNotReady):
 				status = http.StatusServiceUnavailable
+			case errors.As(err, &be):
+				status, msg = http.StatusBadGateway, be.dep+" failed (the reason is in delayd's log)"
+				c.cfg.Logger.Warn("console backend call failed", "dependency", be.dep, "path", r.URL.Path, "err", be.err)
 			default:
-				status = http.StatusBadGateway
+				status, msg = http.StatusInternalServerError, "internal error (the reason is in delayd's log)"
+				c.cfg.Logger.Error("console request failed", "path", r.URL.Path, "err", err)
 			}
-			v = map[string]string{"error": err.Error()}
+			v = map[string]string{"error": msg}
 		}
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.WriteHeader(status)
@@ -55,15 +81,40 @@ func (c *Console) api(f func(*http.Request) (any, error)) http.Handler {
 	}))
 }
 
-// action guards f: write mode, the bearer token, a JSON body.
+// authorized checks the bearer token, when the console has one.
+func (c *Console) authorized(w http.ResponseWriter, r *http.Request) error {
+	if c.cfg.Token == "" {
+		return nil
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(c.cfg.Token)) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="delayq console"`)
+		return httpError{http.StatusUnauthorized, "missing or wrong console token (DELAYQ_CONSOLE_TOKEN)"}
+	}
+	return nil
+}
+
+// who says who made r, for the lines that log reads and actions: the
+// remote address, what a proxy says it forwarded for (unverified), and
+// whether the console token came with it.
+func (c *Console) who(r *http.Request) []any {
+	auth := "none"
+	if c.cfg.Token != "" {
+		auth = "token" // authorized let it through
+	}
+	attrs := []any{"remote", r.RemoteAddr, "auth", auth}
+	if f := r.Header.Get("X-Forwarded-For"); f != "" {
+		attrs = append(attrs, "forwarded_for", f)
+	}
+	return attrs
+}
+
+// action guards f: write mode (the token was checked by api, Write needs
+// one), a JSON body.
 func (c *Console) action(f func(*http.Request) (any, error)) func(*http.Request) (any, error) {
 	return func(r *http.Request) (any, error) {
 		if !c.cfg.Write {
 			return nil, httpError{http.StatusForbidden, "read-only console: start delayd with --console-write and DELAYQ_CONSOLE_TOKEN to act"}
-		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(c.cfg.Token)) != 1 {
-			return nil, httpError{http.StatusUnauthorized, "missing or wrong console token"}
 		}
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 			return nil, httpError{http.StatusUnsupportedMediaType, "send application/json"}
@@ -115,7 +166,7 @@ type Overview struct {
 func (c *Console) overview(r *http.Request) (any, error) {
 	mfs, err := c.cfg.Gatherer.Gather()
 	if err != nil && len(mfs) == 0 {
-		return nil, fmt.Errorf("read metrics: %w", err)
+		return nil, backend("metrics", err)
 	}
 	now := c.cfg.Now()
 	s := readSample(now, mfs)
@@ -166,7 +217,7 @@ func (c *Console) backlogView(r *http.Request) (any, error) {
 	now := c.cfg.Now()
 	segs, err := c.backlog.get(r.Context(), now)
 	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
+		return nil, backend("redis", err)
 	}
 	v := bucketize(now, segs)
 	v.CachedFor = c.cfg.BacklogTTL.Seconds()
@@ -277,12 +328,12 @@ func (c *Console) task(r *http.Request) (any, error) {
 	}
 	rows, err := b.Store.Get(r.Context(), []payload.Ref{ref})
 	if err != nil {
-		return nil, fmt.Errorf("payload store: %w", err)
+		return nil, backend("payload store", err)
 	}
 	e := zset.Entry{ID: ref.ID, ExecAt: ms}
 	pending, err := b.Index.Pending(r.Context(), e)
 	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
+		return nil, backend("redis", err)
 	}
 	v := TaskView{
 		ID: q.Get("id"), ID64: strconv.FormatUint(ref.ID, 10), ExecAt: ms,
@@ -297,6 +348,9 @@ func (c *Console) task(r *http.Request) (any, error) {
 		for _, h := range t.Headers {
 			v.Headers = append(v.Headers, Header{Key: h.Key, Value: string(h.Value)})
 		}
+	}
+	if v.Key != nil || len(v.Headers) > 0 {
+		c.cfg.Logger.Info("console task read", append([]any{"id", v.ID, "exec_at", ms}, c.who(r)...)...)
 	}
 	switch {
 	case v.Cancelled:
@@ -335,9 +389,9 @@ func (c *Console) cancel(r *http.Request) (any, error) {
 		return nil, httpError{http.StatusNotImplemented, "this delayd cannot write cancels"}
 	}
 	if err := b.Canceller.Cancel(r.Context(), req.ID, ms); err != nil {
-		return nil, fmt.Errorf("cancel: %w", err)
+		return nil, backend("kafka", err)
 	}
-	c.cfg.Logger.Info("console cancel sent", "id", req.ID, "exec_at", ms, "remote", r.RemoteAddr)
+	c.cfg.Logger.Info("console cancel sent", append([]any{"id", req.ID, "exec_at", ms}, c.who(r)...)...)
 	return map[string]any{"sent": true, "id": req.ID, "exec_at": ms}, nil
 }
 
@@ -373,7 +427,7 @@ func (c *Console) failed(r *http.Request) (any, error) {
 	}
 	msgs, err := b.Failed.Browse(r.Context(), q)
 	if err != nil {
-		return nil, fmt.Errorf("delay-failed: %w", err)
+		return nil, backend("kafka (delay-failed)", err)
 	}
 	out := make([]FailedView, len(msgs))
 	for i, m := range msgs {
@@ -387,6 +441,13 @@ func (c *Console) failed(r *http.Request) (any, error) {
 		out[i] = v
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time > out[j].Time })
+	if len(out) > 0 {
+		offsets := make([]string, len(out))
+		for i, v := range out {
+			offsets[i] = fmt.Sprintf("%d/%d", v.Partition, v.Offset)
+		}
+		c.cfg.Logger.Info("console failed messages read", append([]any{"messages", len(out), "offsets", offsets}, c.who(r)...)...)
+	}
 	return map[string]any{"messages": out, "limit": q.Limit}, nil
 }
 
@@ -414,8 +475,8 @@ func (c *Console) replay(r *http.Request) (any, error) {
 	}
 	n, err := b.Failed.Replay(r.Context(), req.Messages)
 	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
+		return nil, backend("kafka (replay)", err)
 	}
-	c.cfg.Logger.Info("console replay sent", "messages", n, "remote", r.RemoteAddr)
+	c.cfg.Logger.Info("console replay sent", append([]any{"messages", n}, c.who(r)...)...)
 	return map[string]any{"replayed": n}, nil
 }

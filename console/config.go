@@ -18,10 +18,17 @@ type Config struct {
 	// Write enables the actions (cancel a task, replay failed messages).
 	// Default off: the console only reads.
 	Write bool
-	// Token must be sent as "Authorization: Bearer <Token>" with every
-	// action. Required with Write, so a write console is never open to
-	// whoever reaches the port; at least 16 bytes.
+	// Token, when set, must be sent as "Authorization: Bearer <Token>"
+	// with every API call, reads included: reads show task payloads and
+	// every delay-failed message. Required with Write, so a write console
+	// is never open to whoever reaches the port; at least 16 bytes. delayd
+	// serves no console on an address other than loopback without it.
 	Token string
+	// Hosts are the names the console answers to in the Host header
+	// besides "localhost" and IP literals: the name an ingress passes on,
+	// a Service's DNS name. Any other name is refused (421), so a page of
+	// another site cannot reach the console through DNS rebinding.
+	Hosts []string
 	// Gatherer is the registry the overview reads its figures from
 	// (delayd's own). Required.
 	Gatherer prometheus.Gatherer
@@ -37,7 +44,8 @@ type Config struct {
 	FailedLimit int
 	// PreviewBytes caps the payload bytes a page shows. Default 4096.
 	PreviewBytes int
-	// Logger receives one line per action; nil discards.
+	// Logger receives one line per action and per read that returns
+	// payloads (who and what); nil discards.
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time

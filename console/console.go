@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"sync"
+
+	"github.com/delayq/delayq/internal/httpserve"
 )
 
 //go:embed assets
@@ -67,7 +70,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui/", http.StatusFound)
 	})
-	mux.Handle("GET /ui/", secure(c.static))
+	mux.Handle("GET /ui/", c.secure(c.static))
 	mux.Handle("GET /ui/api/overview", c.api(c.overview))
 	mux.Handle("GET /ui/api/backlog", c.api(c.backlogView))
 	mux.Handle("GET /ui/api/task", c.api(c.task))
@@ -86,15 +89,21 @@ func (c *Console) Handler() http.Handler {
 	return mux
 }
 
-// secure sets the headers every console response carries: no framing, no
-// sniffing, scripts and styles only from the console itself.
-func secure(h http.Handler) http.Handler {
+// secure answers only requests whose Host the console answers to (see
+// Config.Hosts) and sets the headers every console response carries: no
+// framing, no sniffing, scripts and styles only from the console itself.
+func (c *Console) secure(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
 		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
 		hd.Set("Referrer-Policy", "no-referrer")
+		if !httpserve.HostAllowed(r.Host, c.cfg.Hosts) {
+			c.cfg.Logger.Warn("console request for another host refused", "host", r.Host, "remote", r.RemoteAddr)
+			http.Error(w, "this console does not answer to the host "+strconv.Quote(r.Host)+": add the name to delayd's --console-hosts", http.StatusMisdirectedRequest)
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/delayq/delayq/api"
 	"github.com/delayq/delayq/ingest"
+	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
@@ -87,6 +88,20 @@ type Config struct {
 	// token every API request must carry.
 	API      string
 	APIToken string
+
+	// Security defaults (see Validate and newConsole): an API on an
+	// address other than loopback needs APIToken unless APIInsecure; a
+	// console on such an HTTP address needs ConsoleToken, or it is off.
+	// ConsoleHosts are the names, besides localhost and IP literals, the
+	// console answers to in the Host header (the name an ingress passes
+	// on), against DNS rebinding. APIRate is the API requests per second
+	// one client IP may make (api.Config.Rate).
+	APIInsecure  bool
+	ConsoleHosts []string
+	APIRate      float64
+	// Serve are the limits of both HTTP servers (HTTP and API): timeouts
+	// and the connection cap; zero means httpserve's defaults.
+	Serve httpserve.Config
 }
 
 // Defaults of Config that no role package owns.
@@ -201,6 +216,12 @@ func (c *Config) Validate() error {
 		if !strings.Contains(b, ":") {
 			bad("brokers: %q is not host:port", b)
 		}
+	}
+	if c.has(RoleAPI) && c.APIToken == "" && !c.APIInsecure && !httpserve.Loopback(c.API) {
+		bad("api: %s is not a loopback address: set DELAYQ_API_TOKEN (at least %d bytes), or pass --api-insecure to serve the API open to whoever reaches it", c.API, api.MinTokenLen)
+	}
+	if err := c.Serve.Validate(); err != nil {
+		bad("http: %w", err)
 	}
 	rc := c.redisConn()
 	if err := rc.Validate(); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/delayq/delayq/dispatcher"
 	"github.com/delayq/delayq/dispatcher/redlock"
 	"github.com/delayq/delayq/ingest"
+	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/internal/watermark"
@@ -107,22 +108,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return fmt.Errorf("http: listen on %s: %w", d.cfg.HTTP, err)
 		}
 	}
-	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv, err := httpserve.New(ln, d.handler(), d.cfg.Serve)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("http: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-gctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(sctx)
-	})
+	g.Go(func() error { return srv.Run(gctx) })
 	g.Go(func() error { return d.runRoles(gctx) })
-	err := g.Wait()
+	err = g.Wait()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		err = nil
 	}
@@ -266,7 +260,8 @@ func (d *Daemon) handler() http.Handler {
 	}
 	if d.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		// No /debug/pprof/cmdline: it would show every flag, secrets given
+		// as flags included (pprof.Index answers it 404).
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -3,18 +3,22 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/delayq/delayq/internal/httpserve"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -30,6 +34,14 @@ func TestConfigValidate(t *testing.T) {
 		{name: "salts", cfg: Config{Salts: 300}, want: []string{"salts: 300 is outside 1..256"}},
 		{name: "segment fraction", cfg: Config{Segment: 1500 * time.Millisecond}, want: []string{"segment: 1.5s must be whole seconds"}},
 		{name: "broker without port", cfg: Config{Brokers: []string{"kafka-1"}}, want: []string{`brokers: "kafka-1" is not host:port`}},
+		{name: "api on loopback without token", cfg: Config{Roles: []string{RoleAPI}, API: "127.0.0.1:8080"}},
+		{name: "api open on all interfaces", cfg: Config{Roles: []string{RoleAPI}, API: "0.0.0.0:8080"},
+			want: []string{"api: 0.0.0.0:8080 is not a loopback address: set DELAYQ_API_TOKEN", "--api-insecure"}},
+		{name: "api open on a name", cfg: Config{Roles: []string{RoleAPI}, API: "delayd.example:8080"}, want: []string{"DELAYQ_API_TOKEN"}},
+		{name: "api with token on all interfaces", cfg: Config{Roles: []string{RoleAPI}, API: ":8080", APIToken: "0123456789abcdef"}},
+		{name: "api insecure by choice", cfg: Config{Roles: []string{RoleAPI}, API: ":8080", APIInsecure: true}},
+		{name: "api address unused without the role", cfg: Config{API: "0.0.0.0:8080"}},
+		{name: "bad http limits", cfg: Config{Serve: httpserve.Config{MaxConns: -1}}, want: []string{"http: ", "max conns -1"}},
 		{
 			name: "every problem at once",
 			cfg:  Config{Roles: []string{"x"}, Tick: time.Millisecond, MaxDelay: -time.Hour, Shards: -1},
@@ -119,7 +131,8 @@ func TestReadyzNamesTheDependencyDown(t *testing.T) {
 			{DepKafka, func(context.Context) error { return nil }},
 			{DepRedis, func(context.Context) error {
 				if redisDown.Load() {
-					return errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+					return &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 9, 8, 7), Port: 6379},
+						Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
 				}
 				return nil
 			}},
@@ -139,13 +152,13 @@ func TestReadyzNamesTheDependencyDown(t *testing.T) {
 			return rec.Code, rec.Body.String()
 		}
 		time.Sleep(5 * time.Second)
-		if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "redis: dial tcp") || strings.Contains(body, "kafka") {
-			t.Fatalf("/readyz with Redis down = %d %q, want 503 naming redis only", code, body)
+		if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "redis: connection refused") || strings.Contains(body, "kafka") || strings.Contains(body, "10.9.8.7") {
+			t.Fatalf("/readyz with Redis down = %d %q, want 503 naming redis only, without its address", code, body)
 		}
 		if got := testutil.ToFloat64(h.up.WithLabelValues(DepRedis)); got != 0 {
 			t.Fatalf("delayq_dependency_up{redis} = %v while down", got)
 		}
-		if deps := h.Dependencies(); len(deps) != 2 || !deps[0].Up || deps[1].Up || deps[1].Name != DepRedis || deps[1].Error == "" {
+		if deps := h.Dependencies(); len(deps) != 2 || !deps[0].Up || deps[1].Up || deps[1].Name != DepRedis || deps[1].Error != "connection refused" {
 			t.Fatalf("Dependencies() = %+v, want kafka up and redis down with its error (what the console shows)", deps)
 		}
 		redisDown.Store(false)
@@ -159,6 +172,9 @@ func TestReadyzNamesTheDependencyDown(t *testing.T) {
 		cancel()
 		<-done
 		out := logs.String()
+		if !strings.Contains(out, "10.9.8.7:6379") {
+			t.Errorf("the log does not keep the address of the dependency down:\n%s", out)
+		}
 		if strings.Count(out, "dependency down") != 1 || strings.Count(out, "dependency up again") != 1 {
 			t.Fatalf("want one down and one up line over 5 failed probes, got:\n%s", out)
 		}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,7 +102,7 @@ func (h *health) set(dep string, err error, start time.Time) {
 	st := console.Status{Name: dep, Up: err == nil, CheckedAt: start.UnixMilli(),
 		LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
 	if err != nil {
-		st.Error = err.Error()
+		st.Error = reason(err)
 	}
 	h.last[dep] = st
 	_, wasDown := h.down[dep]
@@ -118,7 +120,22 @@ func (h *health) set(dep string, err error, start time.Time) {
 	}
 }
 
-// failing returns "dep: last error" for every dependency that is down, in
+// reason is what /readyz and the console tell of a probe's error: its
+// kind, not its text, which names the addresses of brokers, ZooKeeper or
+// Redis to whoever asks. The "dependency down" WARN line keeps the text.
+func reason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return "no answer within " + probeTimeout.String()
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	default:
+		return "error (the reason is in delayd's log)"
+	}
+}
+
+// failing returns "dep: reason" for every dependency that is down, in
 // name order; nothing for a nil health (no backends connected yet).
 func (h *health) failing() []string {
 	if h == nil {
@@ -128,7 +145,7 @@ func (h *health) failing() []string {
 	defer h.mu.Unlock()
 	var out []string
 	for dep, err := range h.down {
-		out = append(out, dep+": "+err.Error())
+		out = append(out, dep+": "+reason(err))
 	}
 	slices.Sort(out)
 	return out
