@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/metric"
 	"github.com/delayq/delayq/payload"
 )
@@ -49,6 +51,7 @@ type Server struct {
 	log      *slog.Logger
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	clients  *clients // nil: no rate limit
 	now      func() time.Time
 }
 
@@ -80,6 +83,9 @@ func New(cfg Config, c Client, states States) (*Server, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("api: metrics: %w", err)
 	}
+	if cfg.Rate > 0 {
+		s.clients = newClients(cfg.Rate, cfg.Burst, cfg.MaxClients)
+	}
 	return s, nil
 }
 
@@ -100,40 +106,44 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// Run serves the API on Addr until ctx ends, then shuts down gracefully
-// (requests in flight get WriteTimeout to finish).
+// Run serves the API on Addr, with the limits of Config.Serve, until ctx
+// ends, then shuts down gracefully (requests in flight get WriteTimeout to
+// finish).
 func (s *Server) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	s.log.Info("api listening", "addr", ln.Addr().String(), "token", s.cfg.Token != "")
-	select {
-	case err := <-done:
-		return fmt.Errorf("api: serve: %w", err)
-	case <-ctx.Done():
+	srv, err := httpserve.New(ln, s.Handler(), s.cfg.Serve)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("api: %w", err)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("api: shutdown: %w", err)
+	s.log.Info("api listening", "addr", ln.Addr().String(), "token", s.cfg.Token != "", "rate_per_client", s.cfg.Rate)
+	if err := srv.Run(ctx); err != nil {
+		return fmt.Errorf("api: %w", err)
 	}
 	return nil
 }
 
-// apiError is an answer other than success.
+// apiError is an answer other than success. cause, when set, is logged
+// but never answered: a dependency's error names its addresses.
 type apiError struct {
 	code   int
 	reason string
+	cause  error
 }
 
 func (e *apiError) Error() string { return e.reason }
 
 func fail(code int, format string, args ...any) *apiError {
 	return &apiError{code: code, reason: fmt.Sprintf(format, args...)}
+}
+
+// unavailable is a 503 naming the dependency that failed: the caller
+// retries.
+func unavailable(reason string, cause error) *apiError {
+	return &apiError{code: http.StatusServiceUnavailable, reason: reason, cause: cause}
 }
 
 type errorBody struct {
@@ -148,14 +158,14 @@ func (s *Server) op(name string, h func(w http.ResponseWriter, r *http.Request) 
 		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) {
-				ae = &apiError{code: http.StatusInternalServerError, reason: err.Error()}
+				ae = &apiError{code: http.StatusInternalServerError, reason: "internal error (the reason is in delayd's log)", cause: err}
 			}
 			code, body = ae.code, errorBody{Error: ae.reason}
-			if code == http.StatusServiceUnavailable {
+			if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {
 				w.Header().Set("Retry-After", "1")
 			}
 			if code >= 500 {
-				s.log.Warn("request failed", "op", name, "code", code, "err", ae.reason)
+				s.log.Warn("request failed", "op", name, "code", code, "reason", ae.reason, "err", ae.cause)
 			}
 		}
 		writeJSON(w, code, body)
@@ -165,6 +175,9 @@ func (s *Server) op(name string, h func(w http.ResponseWriter, r *http.Request) 
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, h func(w http.ResponseWriter, r *http.Request) (int, any, error)) (int, any, error) {
+	if s.clients != nil && !s.clients.allow(r.RemoteAddr, s.now()) {
+		return 0, nil, fail(http.StatusTooManyRequests, "over %g requests a second from one client: slow down", s.cfg.Rate)
+	}
 	if s.cfg.Token != "" {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
@@ -183,10 +196,13 @@ func writeJSON(w http.ResponseWriter, code int, body any) {
 }
 
 // decodeBody reads r's JSON body into v: unknown fields, trailing data,
-// a body over MaxBody and a content type other than JSON are errors.
+// a body over MaxBody and a content type other than JSON (or none) are
+// errors. A JSON content type is what a browser cannot send to another
+// site without asking it first (CORS preflight).
 func decodeBody(r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return fail(http.StatusUnsupportedMediaType, "content type %q: want application/json", ct)
+	ct := r.Header.Get("Content-Type")
+	if mt, _, _ := mime.ParseMediaType(ct); mt != "application/json" {
+		return fail(http.StatusUnsupportedMediaType, "content type %q: send application/json (curl: -H 'Content-Type: application/json')", ct)
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -352,7 +368,7 @@ func (s *Server) write(ctx context.Context, fn func(ctx context.Context) error) 
 		_, reason, _ := strings.Cut(err.Error(), delayq.ErrInvalid.Error()+": ")
 		return fail(http.StatusBadRequest, "%s", reason)
 	default:
-		return fail(http.StatusServiceUnavailable, "delay-input did not take the request: %v", err)
+		return unavailable("kafka did not take the request (delay-input): try again", err)
 	}
 }
 
@@ -425,7 +441,7 @@ func (s *Server) get(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	defer cancel()
 	st, err := s.states.State(ctx, id)
 	if err != nil {
-		return 0, nil, fail(http.StatusServiceUnavailable, "task store did not answer: %v", err)
+		return 0, nil, unavailable("the payload store did not answer: try again", err)
 	}
 	if st.Phase == payload.PhaseUnknown {
 		return 0, nil, fail(http.StatusNotFound, "unknown id %q (never submitted, or expired after the retention window)", id)

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -19,6 +22,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/httpserve"
+	"github.com/delayq/delayq/internal/httpserve/httpservetest"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -243,18 +248,157 @@ func TestCancelRescheduleGet(t *testing.T) {
 	}
 }
 
-func TestKafkaDownIs503(t *testing.T) {
-	srv, f := newServer(t, Config{WriteTimeout: time.Second}, nil)
-	f.down = errors.New("dial tcp: connection refused")
-	req, _ := http.NewRequest("POST", srv.URL+"/v1/tasks", strings.NewReader(`{"topic":"orders"}`))
-	res, err := http.DefaultClient.Do(req)
+// A dependency that fails answers 503 naming it, never its address (the
+// log keeps the error).
+func TestDependencyErrorsHideAddresses(t *testing.T) {
+	var logs bytes.Buffer
+	addrErr := &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 9092}, Err: errors.New("connection refused")}
+	srv, f := newServer(t, Config{WriteTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, failingStates{addrErr})
+	f.down = addrErr
+	for _, tc := range []struct{ method, path, body, want string }{
+		{"POST", "/v1/tasks", `{"topic":"orders","after":"1m"}`, "kafka"},
+		{"DELETE", "/v1/tasks/x", "", "kafka"},
+		{"GET", "/v1/tasks/x", "", "payload store"},
+	} {
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
+			t.Errorf("%s %s: %d Retry-After %q, want 503 with Retry-After", tc.method, tc.path, res.StatusCode, res.Header.Get("Retry-After"))
+		}
+		if body := string(raw); !strings.Contains(body, tc.want) || strings.Contains(body, "10.1.2.3") || strings.Contains(body, "9092") {
+			t.Errorf("%s %s answered %s: want the dependency (%s) named, not its address", tc.method, tc.path, body, tc.want)
+		}
+	}
+	if !strings.Contains(logs.String(), "10.1.2.3:9092") {
+		t.Errorf("the log lost the error:\n%s", logs.String())
+	}
+}
+
+type failingStates struct{ err error }
+
+func (s failingStates) State(context.Context, string) (payload.TaskState, error) {
+	return payload.TaskState{}, s.err
+}
+
+// Bodies must say they are JSON: curl -d without a content type sends a
+// form, a browser's cross-site request text/plain or nothing.
+func TestContentTypeRequired(t *testing.T) {
+	srv, f := newServer(t, Config{}, nil)
+	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "application/jsonx"} {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/tasks", strings.NewReader(`{"topic":"orders","after":"1m"}`))
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnsupportedMediaType {
+			t.Errorf("Content-Type %q: %d, want 415", ct, res.StatusCode)
+		}
+	}
+	if code, out := do(t, srv, "POST", "/v1/tasks", `{"topic":"orders","after":"1m"}`, "Content-Type", "application/json; charset=utf-8"); code != 201 {
+		t.Errorf("application/json; charset=utf-8: %d %v", code, out)
+	}
+	if len(f.sent) != 1 {
+		t.Errorf("sent %d, want only the JSON request", len(f.sent))
+	}
+}
+
+// One client gets Burst requests at once and Rate a second; beyond, 429
+// with Retry-After, before the token is even looked at.
+func TestRateLimitPerClient(t *testing.T) {
+	srv, _ := newServer(t, Config{Rate: 2, Burst: 3, Token: "0123456789abcdef-token"}, nil)
+	var codes []int
+	for range 5 {
+		code, _ := do(t, srv, "DELETE", "/v1/tasks/x", "")
+		codes = append(codes, code)
+	}
+	if want := []int{401, 401, 401, 429, 429}; !slices.Equal(codes, want) {
+		t.Errorf("codes %v, want %v", codes, want)
+	}
+	res, err := http.Get(srv.URL + "/v1/tasks/x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
-		t.Fatalf("%d Retry-After %q, want 503 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+	if res.StatusCode != 429 || res.Header.Get("Retry-After") == "" {
+		t.Errorf("%d Retry-After %q, want 429 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
 	}
+	time.Sleep(600 * time.Millisecond) // 2 a second: one more token
+	if code, _ := do(t, srv, "DELETE", "/v1/tasks/x", ""); code != 401 {
+		t.Errorf("after a pause: %d, want 401 (let through to the token check)", code)
+	}
+}
+
+// Every client has its own bucket, and the clients tracked stay bounded.
+func TestClientsBounded(t *testing.T) {
+	c := newClients(1, 1, 100)
+	now := time.Unix(1_000_000, 0)
+	if !c.allow("10.0.0.1:5000", now) || c.allow("10.0.0.1:5001", now) {
+		t.Fatal("one client, two ports: want its second request refused")
+	}
+	if !c.allow("10.0.0.2:5000", now) {
+		t.Fatal("another client shares the first one's bucket")
+	}
+	for i := range 1000 {
+		c.allow(fmt.Sprintf("10.1.%d.%d:1", i/256, i%256), now.Add(time.Duration(i)*time.Millisecond))
+		if n := c.len(); n > 100 {
+			t.Fatalf("%d clients tracked, max 100", n)
+		}
+	}
+}
+
+// Run serves with Config.Serve's limits: a slow body is cut within the
+// read timeout.
+func TestRunCutsSlowBody(t *testing.T) {
+	addr := freeAddr(t)
+	c, err := delayq.New(delayq.Config{Brokers: []string{"127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := New(Config{Addr: addr, Serve: httpserve.Config{ReadTimeout: time.Second}}, &fakeClient{Client: c}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			break
+		} else if time.Since(start) > 10*time.Second {
+			t.Fatal(err)
+		}
+	}
+	if took, sent := httpservetest.SlowBody(t, addr, "/v1/tasks", 300*time.Millisecond); took > 2*time.Second || sent >= 8 {
+		t.Errorf("slow body held the API %v (%d bytes sent), want it cut within the 1s read timeout", took, sent)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func TestToken(t *testing.T) {

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -20,6 +22,12 @@ const (
 	DefaultMaxBody = 2*payload.DefaultMaxPayload + 64<<10
 	// MinTokenLen is the shortest bearer token accepted.
 	MinTokenLen = 16
+	// DefaultRate is the requests a second one client IP may make: each
+	// request waits for Kafka's acks, so a caller that needs more sends
+	// Kafka messages (or raises --api-rate).
+	DefaultRate = 200
+	// DefaultMaxClients bounds the client IPs whose rate is tracked.
+	DefaultMaxClients = 10000
 )
 
 // ErrConfig is wrapped by the errors of Config.Validate.
@@ -36,6 +44,17 @@ type Config struct {
 	MaxBody int64
 	// WriteTimeout bounds the write of one request to Kafka. Default 10s.
 	WriteTimeout time.Duration
+	// Rate is the requests a second one client IP may make, Burst how many
+	// at once; beyond, 429 with Retry-After. Behind a proxy every client
+	// shares the proxy's IP, and so its budget. Default DefaultRate, Burst
+	// default Rate (one second's worth); negative Rate: no limit.
+	Rate       float64
+	Burst      int
+	MaxClients int // client IPs tracked; default DefaultMaxClients
+	// Serve are the server's timeouts and connection cap (package
+	// httpserve); zero means its defaults, with ShutdownGrace defaulting
+	// to WriteTimeout.
+	Serve httpserve.Config
 	// Decode is delayd's input validation (ingest's): what it refuses, the
 	// API refuses with the same reason.
 	Decode payload.DecodeConfig
@@ -54,6 +73,18 @@ func (c *Config) setDefaults() {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.Rate == 0 {
+		c.Rate = DefaultRate
+	}
+	if c.Burst == 0 {
+		c.Burst = max(1, int(math.Ceil(c.Rate)))
+	}
+	if c.MaxClients == 0 {
+		c.MaxClients = DefaultMaxClients
+	}
+	if c.Serve.ShutdownGrace == 0 {
+		c.Serve.ShutdownGrace = c.WriteTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -74,6 +105,15 @@ func (c *Config) Validate() error {
 	}
 	if c.WriteTimeout < 0 {
 		bad("write timeout %v is negative", c.WriteTimeout)
+	}
+	if c.Burst < 0 || c.MaxClients < 0 {
+		bad("burst %d and max clients %d must not be negative", c.Burst, c.MaxClients)
+	}
+	if err := c.Serve.Validate(); err != nil {
+		bad("%w", err)
+	}
+	if w := c.Serve.WriteTimeout; w != 0 && w <= c.WriteTimeout {
+		bad("the server's write timeout %v must exceed the Kafka write timeout %v", w, c.WriteTimeout)
 	}
 	if err := c.Decode.Validate(); err != nil {
 		bad("decode: %w", err)

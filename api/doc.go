@@ -12,8 +12,12 @@
 //	DELETE /v1/tasks/{id}  cancel by id: 202
 //	GET    /v1/openapi.yaml  the OpenAPI 3 document (openapi.yaml)
 //
-// Errors are JSON {"error": reason}. Bodies are limited to MaxBody bytes
-// (413 beyond). With a Token (DELAYQ_API_TOKEN) every /v1/tasks request
+// Errors are JSON {"error": reason}; a dependency that fails is named,
+// never its addresses (the log keeps the error). Bodies must be
+// application/json (415 otherwise) and are limited to MaxBody bytes (413
+// beyond). One client IP may make Config.Rate requests a second (429 with
+// Retry-After beyond). The server's timeouts and connection cap are
+// package httpserve's. With a Token (DELAYQ_API_TOKEN) every /v1/tasks request
 // needs `Authorization: Bearer <token>` (401 otherwise). A Kafka that does
 // not take the message within WriteTimeout answers 503 with Retry-After:
 // the caller retries; a task written twice with the same id and due time

@@ -9,6 +9,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/api"
+	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -34,8 +35,11 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 	if sr, ok := store.(payload.StateReader); ok {
 		states = storeStates{sr}
 	}
+	if d.cfg.APIToken == "" && !httpserve.Loopback(d.cfg.API) { // Validate let it through: --api-insecure
+		d.log.Warn("api open to whoever reaches it: --api-insecure on an address other than loopback", "api", d.cfg.API)
+	}
 	srv, err := api.New(api.Config{
-		Addr: d.cfg.API, Token: d.cfg.APIToken, Decode: decode,
+		Addr: d.cfg.API, Token: d.cfg.APIToken, Decode: decode, Rate: d.cfg.APIRate, Serve: d.cfg.Serve,
 		Logger: d.opts.Logger, Registerer: d.reg,
 	}, c, states)
 	if err != nil {

@@ -72,10 +72,13 @@ func run(args []string) error {
 	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ on the --http address")
 	fs.BoolVar(&cfg.HBaseLegacyCells, "hbase-legacy-cells", false, "write task rows in the multi-cell layout delayd read before one-cell rows: set it on every instance during a rolling upgrade from such a delayd, then restart without it")
 	fs.BoolVar(&cfg.Console, "console", true, "serve the web console under /ui/ on the --http address")
-	fs.BoolVar(&cfg.ConsoleWrite, "console-write", false, "enable the console's actions (cancel, replay); they need the token in DELAYQ_CONSOLE_TOKEN")
+	fs.BoolVar(&cfg.ConsoleWrite, "console-write", false, "enable the console's actions (cancel, replay); they need the token in DELAYQ_CONSOLE_TOKEN, which every console read then needs too (and which an --http address other than loopback needs for any console)")
 	cfg.ConsoleToken = os.Getenv("DELAYQ_CONSOLE_TOKEN") // never a flag: a token on the command line shows in ps
-	fs.StringVar(&cfg.API, "api", api.DefaultAddr, "address of the HTTP API (role api); requests need the bearer token in DELAYQ_API_TOKEN when it is set")
+	fs.StringVar(&cfg.API, "api", api.DefaultAddr, "address of the HTTP API (role api); requests need the bearer token in DELAYQ_API_TOKEN when it is set, which an address other than loopback requires")
 	cfg.APIToken = os.Getenv("DELAYQ_API_TOKEN") // never a flag, like the console's
+	fs.BoolVar(&cfg.APIInsecure, "api-insecure", false, "serve the API without DELAYQ_API_TOKEN on an address other than loopback: open to whoever reaches it")
+	fs.Float64Var(&cfg.APIRate, "api-rate", api.DefaultRate, "API requests a second one client IP may make (negative: no limit)")
+	fs.Var((*envflag.List)(&cfg.ConsoleHosts), "console-hosts", "names the console answers to in the Host header besides localhost and IP literals (an ingress's host name), comma-separated")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "", "text or json (default: text when stderr is a terminal, else json)")
 	if err := envflag.Parse(fs, args, os.Getenv); err != nil {

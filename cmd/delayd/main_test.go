@@ -19,6 +19,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{name: "unknown role", args: []string{"--roles", "ingest,janitor"}, want: `unknown role "janitor"`},
 		{name: "tick below minimum from env", env: map[string]string{"DELAYQ_TICK": "100ms"}, want: "tick: 100ms is below the 1s minimum"},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, want: "--log-level"},
+		{name: "api open on all interfaces", args: []string{"--roles", "ingest,api", "--api", "0.0.0.0:8080"}, want: "set DELAYQ_API_TOKEN"},
+		{name: "api open from env", env: map[string]string{"DELAYQ_ROLES": "api", "DELAYQ_API": ":8080"}, want: "--api-insecure"},
 		{name: "unknown flag", args: []string{"--brokerz", "x"}, want: "flag provided but not defined: -brokerz"},
 	}
 	for _, tc := range tests {

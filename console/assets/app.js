@@ -4,7 +4,9 @@
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "delayq-console-token";
-const state = { write: false, timer: null };
+// auth: an API read answered 401, so this delayd wants the console token
+// for every call (DELAYQ_CONSOLE_TOKEN set): the token box shows.
+const state = { write: false, auth: false, timer: null, retry: null };
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -22,13 +24,18 @@ const svgEl = (tag, attrs) => {
 
 async function api(path, body) {
   const opts = { headers: {} };
+  const token = $("token").value;
+  if (token || body !== undefined) opts.headers["Authorization"] = "Bearer " + token;
   if (body !== undefined) {
     opts.method = "POST";
     opts.headers["Content-Type"] = "application/json";
-    opts.headers["Authorization"] = "Bearer " + ($("token").value || "");
     opts.body = JSON.stringify(body);
   }
   const res = await fetch("api/" + path, opts);
+  if (res.status === 401 && !state.auth) {
+    state.auth = true;
+    $("token-box").hidden = false;
+  }
   let data = null;
   try { data = await res.json(); } catch (e) { /* not JSON */ }
   if (!res.ok) throw new Error((data && data.error) || res.status + " " + res.statusText);
@@ -287,7 +294,7 @@ function setMode(write) {
   $("mode").textContent = write ? "write" : "read-only";
   $("mode").className = "mode" + (write ? " write" : "");
   $("mode").title = write ? "actions need the console token" : "start delayd with --console-write to act";
-  $("token-box").hidden = !write;
+  $("token-box").hidden = !write && !state.auth;
 }
 
 function route() {
@@ -311,7 +318,12 @@ function route() {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("token").value = sessionStorage.getItem(TOKEN_KEY) || "";
-  $("token").addEventListener("input", () => sessionStorage.setItem(TOKEN_KEY, $("token").value));
+  $("token").addEventListener("input", () => {
+    sessionStorage.setItem(TOKEN_KEY, $("token").value);
+    // Reads need the token too: load the page again once typing pauses.
+    clearTimeout(state.retry);
+    if (state.auth) state.retry = setTimeout(() => api("overview").then((o) => setMode(o.write)).catch(() => {}).finally(route), 300);
+  });
   $("task-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     location.hash = "#/task?" + new URLSearchParams({ id: $("task-id").value, at: $("task-at").value });

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delayq/delayq/internal/httpserve/httpservetest"
 )
 
 // serve runs h with cfg on a real listener of 127.0.0.1 until the test
@@ -93,36 +95,9 @@ func TestSlowBodyCut(t *testing.T) {
 		_, err := io.ReadAll(r.Body)
 		readErr <- err
 	}))
-	c := dial(t, addr)
-	start := time.Now()
-	fmt.Fprint(c, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n")
-	closed := make(chan time.Time, 1)
-	go func() {
-		c.SetReadDeadline(start.Add(10 * time.Second))
-		io.Copy(io.Discard, c)
-		closed <- time.Now()
-	}()
-	sent := 0
-	var at time.Time
-trickle:
-	for ; sent < 8; sent++ {
-		if _, err := c.Write([]byte{'x'}); err != nil {
-			break
-		}
-		select {
-		case at = <-closed:
-			break trickle
-		case <-time.After(300 * time.Millisecond):
-		}
-	}
-	if at.IsZero() {
-		at = <-closed
-	}
-	if took := at.Sub(start); took > readTimeout+time.Second {
-		t.Errorf("connection closed %v after the request began, want within the %v read timeout (+1s)", took, readTimeout)
-	}
-	if sent >= 8 {
-		t.Errorf("all %d slow bytes were sent before the connection closed", sent)
+	took, sent := httpservetest.SlowBody(t, addr, "/", 300*time.Millisecond)
+	if took > readTimeout+time.Second || sent >= 8 {
+		t.Errorf("connection closed %v after the request began, %d slow bytes sent; want within the %v read timeout (+1s)", took, sent, readTimeout)
 	}
 	if err := <-readErr; err == nil {
 		t.Error("the handler read the whole body, want a timeout")
