@@ -68,13 +68,15 @@ func (s failingStore) Get(context.Context, []payload.Ref) ([]*payload.Task, erro
 type failingIndex struct{ err error }
 
 func (i failingIndex) Backlog(context.Context) ([]zset.SegmentCount, error) { return nil, i.err }
-func (i failingIndex) Pending(context.Context, zset.Entry) (bool, error)   { return false, i.err }
-func (i failingIndex) Key(zset.Entry) string                               { return "" }
+func (i failingIndex) Pending(context.Context, zset.Entry) (bool, error)    { return false, i.err }
+func (i failingIndex) Key(zset.Entry) string                                { return "" }
 
 type failingTopic struct{ err error }
 
-func (f failingTopic) Browse(context.Context, FailedQuery) ([]FailedMessage, error) { return nil, f.err }
-func (f failingTopic) Replay(context.Context, []FailedRef) (int, error)           { return 0, f.err }
+func (f failingTopic) Browse(context.Context, FailedQuery) ([]FailedMessage, error) {
+	return nil, f.err
+}
+func (f failingTopic) Replay(context.Context, []FailedRef) (int, error) { return 0, f.err }
 
 type failingCanceller struct{ err error }
 
