@@ -67,6 +67,9 @@ func TestEmbeddedAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, path, err)
