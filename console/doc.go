@@ -15,14 +15,24 @@
 //     reason each carries (delay-error) and where it came from; replay of
 //     the selected ones to delay-input.
 //
-// # Read-only unless asked
+// # Read-only unless asked, and the token
 //
 // Without Config.Write every action answers 403 and the pages show no
 // buttons. With Write, Config.Token must be set (delayd reads it from
-// DELAYQ_CONSOLE_TOKEN) and every action must carry it as
-// "Authorization: Bearer <token>"; the pages ask for it and keep it in the
-// tab's sessionStorage. A bearer header, unlike a cookie, is never sent by
-// another site's form, so a write console cannot be driven cross-site.
+// DELAYQ_CONSOLE_TOKEN). With a Token every API call, reads included,
+// must carry it as "Authorization: Bearer <token>" (401 otherwise): reads
+// show task payloads and every delay-failed message. The pages ask for it
+// at the first 401 and keep it in the tab's sessionStorage. A bearer
+// header, unlike a cookie, is never sent by another site's form, so the
+// console cannot be driven cross-site. delayd serves no console on an
+// address other than loopback without a token (package daemon).
+//
+// Every request's Host must be an IP literal, localhost or one of
+// Config.Hosts (421 otherwise), against DNS rebinding. Reads that return
+// payloads are logged with who asked (remote address, forwarded-for, the
+// token) and what (task id, delay-failed offsets). A backend that fails
+// answers 502 naming it; its error, which names addresses, goes to the
+// log only.
 //
 // # Goroutines
 //

@@ -2,7 +2,15 @@
 // the HBase payload store), creates delayq's topics and table when they are
 // missing, builds the roles a Config asks for (ingest, dispatcher, scanner)
 // and serves /metrics, /healthz and /readyz (and /debug/pprof/ with
-// Config.Pprof).
+// Config.Pprof, never its cmdline) through internal/httpserve, as it does
+// the API.
+//
+// Secure defaults: an API address other than loopback needs the API token
+// (or Config.APIInsecure), else Validate fails; an HTTP address other than
+// loopback serves the console only with its token, else one WARN line
+// says the console is off. /readyz and the console's dependency status
+// say what kind of error a probe got, never its text (addresses); the
+// "dependency down" log line keeps it.
 //
 // Goroutines: Run starts one per role plus the HTTP server, under one
 // errgroup; when its context ends every role drains its in-flight work and
