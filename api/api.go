@@ -52,6 +52,7 @@ type Server struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	clients  *clients // nil: no rate limit
+	hosts    []string // Addr's host, for LocalHosts
 	now      func() time.Time
 }
 
@@ -85,6 +86,9 @@ func New(cfg Config, c Client, states States) (*Server, error) {
 	}
 	if cfg.Rate > 0 {
 		s.clients = newClients(cfg.Rate, cfg.Burst, cfg.MaxClients)
+	}
+	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil {
+		s.hosts = []string{host}
 	}
 	return s, nil
 }
@@ -175,6 +179,9 @@ func (s *Server) op(name string, h func(w http.ResponseWriter, r *http.Request) 
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, h func(w http.ResponseWriter, r *http.Request) (int, any, error)) (int, any, error) {
+	if s.cfg.LocalHosts && !httpserve.HostAllowed(r.Host, s.hosts) {
+		return 0, nil, fail(http.StatusMisdirectedRequest, "this API does not answer to the host %q", r.Host)
+	}
 	if s.clients != nil && !s.clients.allow(r.RemoteAddr, s.now()) {
 		return 0, nil, fail(http.StatusTooManyRequests, "over %g requests a second from one client: slow down", s.cfg.Rate)
 	}

@@ -312,6 +312,28 @@ func TestContentTypeRequired(t *testing.T) {
 	}
 }
 
+// With LocalHosts a request for another host's name is refused (DNS
+// rebinding), before anything is written.
+func TestLocalHosts(t *testing.T) {
+	srv, f := newServer(t, Config{Addr: "127.0.0.1:8080", LocalHosts: true}, nil)
+	for host, want := range map[string]int{"attacker.example:8080": 421, "localhost:8080": 201, "127.0.0.1:8080": 201} {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/tasks", strings.NewReader(`{"topic":"orders","after":"1m"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Host = host
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, res.StatusCode, want)
+		}
+	}
+	if len(f.sent) != 2 {
+		t.Errorf("sent %d, want the two local requests only", len(f.sent))
+	}
+}
+
 // One client gets Burst requests at once and Rate a second; beyond, 429
 // with Retry-After, before the token is even looked at.
 func TestRateLimitPerClient(t *testing.T) {

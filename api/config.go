@@ -51,6 +51,11 @@ type Config struct {
 	Rate       float64
 	Burst      int
 	MaxClients int // client IPs tracked; default DefaultMaxClients
+	// LocalHosts answers only requests whose Host is an IP literal,
+	// localhost or Addr's host (421 otherwise): delayd sets it for an API
+	// on loopback without a token, which a page of another site could
+	// otherwise reach through DNS rebinding.
+	LocalHosts bool
 	// Serve are the server's timeouts and connection cap (package
 	// httpserve); zero means its defaults, with ShutdownGrace defaulting
 	// to WriteTimeout.

@@ -16,8 +16,10 @@
 // never its addresses (the log keeps the error). Bodies must be
 // application/json (415 otherwise) and are limited to MaxBody bytes (413
 // beyond). One client IP may make Config.Rate requests a second (429 with
-// Retry-After beyond). The server's timeouts and connection cap are
-// package httpserve's. With a Token (DELAYQ_API_TOKEN) every /v1/tasks request
+// Retry-After beyond). With LocalHosts (delayd: on loopback, no token)
+// only Host headers that are IP literals, localhost or Addr's host are
+// answered (421 otherwise), against DNS rebinding. The server's timeouts
+// and connection cap are package httpserve's. With a Token (DELAYQ_API_TOKEN) every /v1/tasks request
 // needs `Authorization: Bearer <token>` (401 otherwise). A Kafka that does
 // not take the message within WriteTimeout answers 503 with Retry-After:
 // the caller retries; a task written twice with the same id and due time

@@ -35,11 +35,13 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 	if sr, ok := store.(payload.StateReader); ok {
 		states = storeStates{sr}
 	}
-	if d.cfg.APIToken == "" && !httpserve.Loopback(d.cfg.API) { // Validate let it through: --api-insecure
+	loopback := httpserve.Loopback(d.cfg.API)
+	if d.cfg.APIToken == "" && !loopback { // Validate let it through: --api-insecure
 		d.log.Warn("api open to whoever reaches it: --api-insecure on an address other than loopback", "api", d.cfg.API)
 	}
 	srv, err := api.New(api.Config{
 		Addr: d.cfg.API, Token: d.cfg.APIToken, Decode: decode, Rate: d.cfg.APIRate, Serve: d.cfg.Serve,
+		LocalHosts: d.cfg.APIToken == "" && loopback,
 		Logger: d.opts.Logger, Registerer: d.reg,
 	}, c, states)
 	if err != nil {
