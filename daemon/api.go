@@ -42,7 +42,7 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 	srv, err := api.New(api.Config{
 		Addr: d.cfg.API, Token: d.cfg.APIToken, Decode: decode, Rate: d.cfg.APIRate, Serve: d.cfg.Serve,
 		LocalHosts: d.cfg.APIToken == "" && loopback,
-		Logger: d.opts.Logger, Registerer: d.reg,
+		Logger:     d.opts.Logger, Registerer: d.reg,
 	}, c, states)
 	if err != nil {
 		_ = c.Close()
