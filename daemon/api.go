@@ -40,9 +40,9 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 		d.log.Warn("api open to whoever reaches it: --api-insecure on an address other than loopback", "api", d.cfg.API)
 	}
 	srv, err := api.New(api.Config{
-		Addr: d.cfg.API, Token: d.cfg.APIToken, Decode: decode, Rate: d.cfg.APIRate, Serve: d.cfg.Serve,
-		LocalHosts: d.cfg.APIToken == "" && loopback,
-		Logger:     d.opts.Logger, Registerer: d.reg,
+		Addr: d.cfg.API, Token: d.cfg.APIToken, LocalHosts: d.cfg.APIToken == "" && loopback,
+		Decode: decode, Rate: d.cfg.APIRate, Serve: d.cfg.Serve,
+		Logger: d.opts.Logger, Registerer: d.reg,
 	}, c, states)
 	if err != nil {
 		_ = c.Close()
