@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"io"
 	"sort"
 	"strconv"
@@ -99,11 +100,12 @@ func (f *failedTopic) Replay(ctx context.Context, refs []FailedRef) (int, error)
 	for _, ref := range refs {
 		var found *kafka.Message
 		err := f.read(ctx, ref.Partition, ref.Offset, ref.Offset+1, func(m kafka.Message) { found = &m })
+		if found == nil && (err == nil || errors.Is(err, kafka.OffsetOutOfRange)) {
+			// The caller's mistake, not a backend's: answered as it is.
+			return 0, httpError{http.StatusNotFound, fmt.Sprintf("%s partition %d offset %d: no such message", f.topic, ref.Partition, ref.Offset)}
+		}
 		if err != nil {
 			return 0, err
-		}
-		if found == nil {
-			return 0, fmt.Errorf("%s partition %d offset %d: no such message", f.topic, ref.Partition, ref.Offset)
 		}
 		recs = append(recs, failed.Parse(*found))
 	}

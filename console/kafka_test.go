@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -70,6 +71,10 @@ func TestKafkaFailedTopicAndCancel(t *testing.T) {
 		t.Fatalf("Browse limit 2 = %+v", newest)
 	}
 
+	var he httpError
+	if _, err := f.Replay(ctx, []FailedRef{{Partition: some[0].Partition, Offset: 9999}}); !errors.As(err, &he) || he.status != 404 {
+		t.Fatalf("Replay of no message = %v, want a 404 (the caller's mistake, answered as it is)", err)
+	}
 	n, err := f.Replay(ctx, []FailedRef{some[0].FailedRef})
 	if err != nil || n != 1 {
 		t.Fatalf("Replay = %d, %v", n, err)
