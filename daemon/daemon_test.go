@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -98,8 +99,9 @@ func TestHealthAndReadiness(t *testing.T) {
 	if code, _ := get("/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz when ready = %d, want 200", code)
 	}
-	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
-		t.Errorf("/metrics = %d, want 200 with the Go collector", code)
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") ||
+		!strings.Contains(body, `delayq_build_info{goversion="`+runtime.Version()+`",revision="`) {
+		t.Errorf("/metrics = %d, want 200 with the Go collector and delayq_build_info:\n%s", code, body)
 	}
 }
 

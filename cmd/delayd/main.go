@@ -22,6 +22,7 @@ import (
 	"github.com/delayq/delayq/cmd/internal/logging"
 	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/ingest"
+	"github.com/delayq/delayq/internal/version"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
@@ -78,11 +79,16 @@ func run(args []string) error {
 	cfg.APIToken = os.Getenv("DELAYQ_API_TOKEN") // never a flag, like the console's
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "", "text or json (default: text when stderr is a terminal, else json)")
+	showVersion := fs.Bool("version", false, "print the version, commit and Go version, and exit")
 	if err := envflag.Parse(fs, args, os.Getenv); err != nil {
 		if err == flag.ErrHelp {
 			return nil
 		}
 		return err
+	}
+	if *showVersion {
+		fmt.Println("delayd", version.Get())
+		return nil
 	}
 	logger, err := logging.New(os.Stderr, *logFormat, *logLevel, term.IsTerminal(int(os.Stderr.Fd())))
 	if err != nil {
