@@ -21,8 +21,7 @@ RUN CGO_ENABLED=0 go build -trimpath -tags timetzdata \
       -o /rootfs/usr/local/bin/ ./cmd/delayd ./cmd/delayctl \
  && mkdir -p /rootfs/etc/ssl/certs \
  && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ \
- && printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >/rootfs/etc/passwd \
- && printf 'root:x:0:\nnonroot:x:65532:\n' >/rootfs/etc/group
+ && cp deploy/image/passwd deploy/image/group /rootfs/etc/
 
 FROM scratch
 COPY --from=build /rootfs/ /

@@ -31,11 +31,9 @@ type result struct {
 	LayerSize int64  // compressed
 }
 
-const (
-	passwd = "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
-	group  = "root:x:0:\nnonroot:x:65532:\n"
-	caFile = "/etc/ssl/certs/ca-certificates.crt"
-)
+// caFile is the CA bundle of Debian's ca-certificates, where the
+// golang image has it and Go's crypto/x509 looks first.
+const caFile = "/etc/ssl/certs/ca-certificates.crt"
 
 // Media types of the OCI image spec.
 const (
@@ -76,10 +74,19 @@ func build(s spec, out string) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("CA bundle (Debian: ca-certificates): %w", err)
 	}
+	// The user 65532 of USER and of the manifests' runAsUser, named.
+	passwd, err := os.ReadFile("deploy/image/passwd")
+	if err != nil {
+		return result{}, err
+	}
+	group, err := os.ReadFile("deploy/image/group")
+	if err != nil {
+		return result{}, err
+	}
 	files := []layerFile{
 		{name: "etc/", mode: 0o755},
-		{name: "etc/group", mode: 0o644, body: []byte(group)},
-		{name: "etc/passwd", mode: 0o644, body: []byte(passwd)},
+		{name: "etc/group", mode: 0o644, body: group},
+		{name: "etc/passwd", mode: 0o644, body: passwd},
 		{name: "etc/ssl/", mode: 0o755},
 		{name: "etc/ssl/certs/", mode: 0o755},
 		{name: "etc/ssl/certs/ca-certificates.crt", mode: 0o644, body: ca},

@@ -1,8 +1,8 @@
 // Command image builds delayq's container image without a container
 // engine: it compiles static (CGO_ENABLED=0) delayd and delayctl for
 // linux/<arch> with the flags of the Dockerfile's build stage, lays them
-// out with the CA bundle and a passwd naming user 65532 as that stage
-// does, takes the image configuration (USER, ENV, EXPOSE, ENTRYPOINT) from
+// out with the CA bundle and deploy/image's passwd and group (user 65532)
+// as that stage does, takes the image configuration (USER, ENV, EXPOSE, ENTRYPOINT) from
 // the Dockerfile's final stage, and writes the image twice into -out:
 //
 //	oci/                         an OCI image layout (skopeo, crane, podman)
@@ -10,7 +10,7 @@
 //
 // tagged delayq/delayd:<version> and :latest. `make image` runs it. Files
 // carry the time of SOURCE_DATE_EPOCH (make: the commit's), so the same
-// commit gives the same layer.
+// commit gives the same layer. It runs from the repository's root.
 package main
 
 import (
