@@ -158,7 +158,10 @@ func TestManifests(t *testing.T) {
 	for k, v := range cm.Data {
 		env[k] = v
 	}
-	for k, v := range sec.StringData {
+	if len(sec.StringData) > 0 {
+		t.Error("Secret/delayq-secrets: stringData; kustomize's merge of an overlay's secretGenerator drops it (use data)")
+	}
+	for k, v := range sec.Data {
 		env[k] = v
 	}
 	for k := range env {
