@@ -1,6 +1,6 @@
 // Package k8s holds delayq's Kubernetes manifests, not Go code: a kustomize
 // base (delayd Deployment, Service, PodDisruptionBudget, ConfigMap and
-// Secret read through DELAYQ_* variables, a Job running `delayctl init`)
+// Secret read through DELAYQ_* variables, a Job running `delayctl init`),
 // an example overlay (a namespace, a pinned image, the Secret's values from
 // secrets.env merged over the base's) and a component adding a
 // ServiceMonitor for the Prometheus operator (components/servicemonitor).
