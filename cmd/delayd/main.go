@@ -101,7 +101,7 @@ func run(args []string) error {
 		if cfg.Tick == 0 {
 			cfg.Tick = time.Second
 		}
-		return runEmbedded(ctx, cfg, logger)
+		return runEmbedded(ctx, cfg, logger, os.Stdout)
 	}
 	d, err := daemon.New(cfg, daemon.Options{Logger: logger})
 	if err != nil {
