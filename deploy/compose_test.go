@@ -70,9 +70,8 @@ func version(p pom, artifact string) string {
 	return ""
 }
 
-// TestComposeMatchesLocalStack keeps docker-compose.yml and deploy/local in
-// step: the same services, Kafka version and ports.
-func TestComposeMatchesLocalStack(t *testing.T) {
+func readCompose(t *testing.T) compose {
+	t.Helper()
 	b, err := os.ReadFile("../docker-compose.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +80,13 @@ func TestComposeMatchesLocalStack(t *testing.T) {
 	if err := yaml.Unmarshal(b, &c); err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
+	return c
+}
+
+// TestComposeMatchesLocalStack keeps docker-compose.yml and deploy/local in
+// step: the same services, Kafka version and ports.
+func TestComposeMatchesLocalStack(t *testing.T) {
+	c := readCompose(t)
 	for _, name := range []string{"kafka", "redis", "hbase"} {
 		if _, ok := c.Services[name]; !ok {
 			t.Errorf("docker-compose.yml: service %q missing", name)
@@ -126,14 +132,7 @@ func TestComposeMatchesLocalStack(t *testing.T) {
 // services, on the host network where delayd's defaults name them, and
 // only when asked for: tests run their own delayds against the services.
 func TestComposeDelayd(t *testing.T) {
-	b, err := os.ReadFile("../docker-compose.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c compose
-	if err := yaml.Unmarshal(b, &c); err != nil {
-		t.Fatalf("docker-compose.yml: %v", err)
-	}
+	c := readCompose(t)
 	d, ok := c.Services["delayd"]
 	if !ok {
 		t.Fatal("docker-compose.yml: no delayd service")
