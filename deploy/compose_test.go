@@ -22,7 +22,7 @@ type compose struct {
 			Dockerfile string `yaml:"dockerfile"`
 		} `yaml:"build"`
 		DependsOn dependsOn `yaml:"depends_on"`
-		Profiles  []string `yaml:"profiles"`
+		Profiles  []string  `yaml:"profiles"`
 	} `yaml:"services"`
 }
 
