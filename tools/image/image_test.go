@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +20,9 @@ import (
 // outputs the way a runtime reads them: the OCI layout (index, manifest,
 // config, blobs by digest) and the docker-archive. It unpacks the layer
 // and runs the image's delayd and delayctl with --version: static
-// binaries, so they run from the unpacked tree as in the container.
-// (podman run needs setrlimit, which this sandbox refuses.)
+// binaries, so they run from the unpacked tree as in the container
+// (podman run needs setrlimit, which this sandbox refuses). It also runs
+// the Dockerfile's build stage as a shell would and compares the files.
 func TestMakeImage(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the image is linux/" + runtime.GOARCH + "; its binaries run only on Linux")
@@ -107,6 +109,35 @@ func TestMakeImage(t *testing.T) {
 		}
 	}
 
+	// The Dockerfile's build stage, run as a shell runs it, lays out the
+	// same files (the builder image has the CA bundle where Debian does).
+	stage := dockerfileRun(t)
+	staged := t.TempDir()
+	run := exec.Command("sh", "-c", strings.ReplaceAll(stage, "/rootfs/", staged+"/"))
+	run.Dir = "../.."
+	run.Env = append(os.Environ(), "VERSION="+version, "REVISION=0123abc")
+	if b, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("the Dockerfile's build stage: %v\n%s", err, b)
+	}
+	stagedFiles := map[string]bool{}
+	filepath.WalkDir(staged, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(staged, p)
+			stagedFiles[filepath.ToSlash(rel)] = true
+			if !strings.HasPrefix(rel, "usr") {
+				a, _ := os.ReadFile(p)
+				b, _ := os.ReadFile(filepath.Join(root, rel))
+				if !bytes.Equal(a, b) {
+					t.Errorf("/%s differs between the image and the Dockerfile's build stage", rel)
+				}
+			}
+		}
+		return err
+	})
+	if !maps.Equal(files, stagedFiles) {
+		t.Errorf("image files %v, the Dockerfile's build stage lays out %v", files, stagedFiles)
+	}
+
 	// The docker-archive holds the same configuration and layer.
 	archive := filepath.Join(out, "delayd-"+version+"-"+runtime.GOARCH+".tar")
 	ab, err := os.ReadFile(archive)
@@ -138,6 +169,24 @@ func TestMakeImage(t *testing.T) {
 	if digest(entries[dm[0].Config]) != manifest.Config.Digest || len(dm[0].Layers) != 1 || digest(entries[dm[0].Layers[0]]) != config.RootFS.DiffIDs[0] {
 		t.Errorf("docker-archive config or layer differs from the OCI layout's")
 	}
+}
+
+// dockerfileRun returns the Dockerfile's RUN instruction that lays out
+// /rootfs/, as one shell command.
+func dockerfileRun(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "RUN ") && strings.Contains(l, "/rootfs/") {
+			return strings.TrimPrefix(l, "RUN ")
+		}
+	}
+	t.Fatal("Dockerfile: no RUN laying out /rootfs/")
+	return ""
 }
 
 // readBlob reads the blob d names from the layout and checks its digest
