@@ -4,7 +4,7 @@ GO    ?= go
 # Set by `make test` when it had to start the stack, so that it stops it again.
 STARTED := .local/.started-by-make
 
-.PHONY: up down status run test vet unit integration tools
+.PHONY: up down status run test vet unit integration tools image dist
 
 up:
 	$(STACK) up
@@ -51,3 +51,42 @@ test:
 	if [ $$rc -eq 0 ]; then $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./payload || rc=$$?; fi; \
 	if [ -f $(STARTED) ]; then rm -f $(STARTED); $(STACK) down; fi; \
 	exit $$rc
+
+# Releases. VERSION: the commit's tag (v*), else dev-<commit>; -dirty for a
+# modified tree. It is linked into delayd and delayctl (--version) with the
+# commit, and tags the image. Files carry the commit's time.
+DESCRIBE          := $(shell git describe --tags --match 'v*' --always --dirty 2>/dev/null)
+VERSION           ?= $(if $(filter v%,$(DESCRIBE)),$(DESCRIBE),dev-$(or $(DESCRIBE),unknown))
+REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+PLATFORMS         := linux/amd64 linux/arm64 darwin/arm64
+# The flags of the Dockerfile's build stage (tools/image uses the same).
+BUILDFLAGS = -trimpath -tags timetzdata -ldflags "-s -w \
+	-X github.com/delayq/delayq/internal/version.Version=$(VERSION) \
+	-X github.com/delayq/delayq/internal/version.Revision=$(REVISION)"
+IMAGE_DIR ?= dist/image
+
+# The container image of the Dockerfile, built without a container engine
+# (tools/image): an OCI layout and a docker-archive tar in $(IMAGE_DIR).
+# `docker load -i $(IMAGE_DIR)/delayd-$(VERSION)-amd64.tar`, or push the
+# layout: `skopeo copy oci:$(IMAGE_DIR)/oci:$(VERSION) docker://…`.
+image:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./tools/image -version $(VERSION) -revision $(REVISION) -out $(IMAGE_DIR)
+
+# Static delayd and delayctl for each of $(PLATFORMS), with LICENSE,
+# README.md and CHANGELOG.md, as dist/delayq_<version>_<os>_<arch>.tar.gz,
+# and their SHA-256 sums (`cd dist && sha256sum -c delayq_<version>_SHA256SUMS`).
+# Needs GNU tar and sha256sum.
+dist:
+	@rm -rf dist/delayq_* dist/.build && mkdir -p dist/.build
+	@set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; name=delayq_$(VERSION)_$${os}_$${arch}; \
+		mkdir -p dist/.build/$$name; \
+		echo "dist: $$name"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build $(BUILDFLAGS) -o dist/.build/$$name/ ./cmd/delayd ./cmd/delayctl; \
+		cp LICENSE README.md CHANGELOG.md dist/.build/$$name/; \
+		tar --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
+			-C dist/.build -cf - $$name | gzip -9n >dist/$$name.tar.gz; \
+	done
+	@rm -rf dist/.build
+	@cd dist && sha256sum delayq_$(VERSION)_*.tar.gz >delayq_$(VERSION)_SHA256SUMS && cat delayq_$(VERSION)_SHA256SUMS

@@ -14,6 +14,7 @@ import (
 	"github.com/bwmarrin/snowflake"
 	kafka "github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/version"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
@@ -164,6 +165,7 @@ func New(cfg Config) (*Client, error) {
 		Brokers:      cfg.Brokers,
 		BatchTimeout: cfg.BatchTimeout,
 		Logger:       cfg.Logger,
+		ClientID:     version.Get().ClientID("delayq-go"),
 	})
 	return &Client{cfg: cfg, node: node, w: w, now: time.Now}, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/internal/retry"
+	"github.com/delayq/delayq/internal/version"
 	"github.com/delayq/delayq/internal/watermark"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/topics"
@@ -87,7 +88,7 @@ func New(cfg Config, opts Options) (*Daemon, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	d := &Daemon{cfg: cfg, opts: opts, log: opts.Logger.With("component", "delayd"), reg: reg}
 	if err := d.newConsole(); err != nil {
 		return nil, err
@@ -174,7 +175,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w := producer.New(producer.Config{Brokers: cfg.Brokers, BatchSize: writerBatch})
+	w := producer.New(producer.Config{Brokers: cfg.Brokers, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd")})
 	defer w.Close()
 
 	var roles []func(context.Context) error

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -110,8 +111,9 @@ func TestHealthAndReadiness(t *testing.T) {
 	if code, _ := get("/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz when ready = %d, want 200", code)
 	}
-	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
-		t.Errorf("/metrics = %d, want 200 with the Go collector", code)
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") ||
+		!strings.Contains(body, `delayq_build_info{goversion="`+runtime.Version()+`",revision="`) {
+		t.Errorf("/metrics = %d, want 200 with the Go collector and delayq_build_info:\n%s", code, body)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,7 +21,23 @@ type compose struct {
 			Context    string `yaml:"context"`
 			Dockerfile string `yaml:"dockerfile"`
 		} `yaml:"build"`
+		DependsOn dependsOn `yaml:"depends_on"`
+		Profiles  []string  `yaml:"profiles"`
 	} `yaml:"services"`
+}
+
+// dependsOn is compose's depends_on, a list of services or a map of them
+// to conditions.
+type dependsOn []string
+
+func (d *dependsOn) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i < len(n.Content); i += 2 {
+			*d = append(*d, n.Content[i].Value)
+		}
+		return nil
+	}
+	return n.Decode((*[]string)(d))
 }
 
 type pom struct {
@@ -53,9 +70,8 @@ func version(p pom, artifact string) string {
 	return ""
 }
 
-// TestComposeMatchesLocalStack keeps docker-compose.yml and deploy/local in
-// step: the same services, Kafka version and ports.
-func TestComposeMatchesLocalStack(t *testing.T) {
+func readCompose(t *testing.T) compose {
+	t.Helper()
 	b, err := os.ReadFile("../docker-compose.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +80,13 @@ func TestComposeMatchesLocalStack(t *testing.T) {
 	if err := yaml.Unmarshal(b, &c); err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
+	return c
+}
+
+// TestComposeMatchesLocalStack keeps docker-compose.yml and deploy/local in
+// step: the same services, Kafka version and ports.
+func TestComposeMatchesLocalStack(t *testing.T) {
+	c := readCompose(t)
 	for _, name := range []string{"kafka", "redis", "hbase"} {
 		if _, ok := c.Services[name]; !ok {
 			t.Errorf("docker-compose.yml: service %q missing", name)
@@ -101,5 +124,39 @@ func TestComposeMatchesLocalStack(t *testing.T) {
 	}
 	if !strings.Contains(string(site), "<name>hbase.zookeeper.property.clientPort</name><value>2181</value>") {
 		t.Error("deploy/hbase/hbase-site.xml: ZooKeeper client port is not 2181")
+	}
+}
+
+// TestComposeDelayd: the delayd service runs the repository's image (the
+// one deploy/k8s runs), built from the Dockerfile, after the three
+// services, on the host network where delayd's defaults name them, and
+// only when asked for: tests run their own delayds against the services.
+func TestComposeDelayd(t *testing.T) {
+	c := readCompose(t)
+	d, ok := c.Services["delayd"]
+	if !ok {
+		t.Fatal("docker-compose.yml: no delayd service")
+	}
+	if d.Build.Context != "." || d.Build.Dockerfile != "Dockerfile" {
+		t.Errorf("delayd builds %+v, want the repository's Dockerfile", d.Build)
+	}
+	if _, err := os.Stat(filepath.Join("..", d.Build.Context, d.Build.Dockerfile)); err != nil {
+		t.Error(err)
+	}
+	if !strings.HasPrefix(d.Image, "delayq/delayd:") {
+		t.Errorf("delayd image %q, want delayq/delayd (the image deploy/k8s runs)", d.Image)
+	}
+	for _, dep := range []string{"kafka", "redis", "hbase"} {
+		if !slices.Contains(d.DependsOn, dep) {
+			t.Errorf("delayd does not depend on %s (depends_on %v)", dep, d.DependsOn)
+		}
+	}
+	if d.NetworkMode != "host" || len(d.Profiles) == 0 {
+		t.Errorf("delayd: network_mode %q, profiles %v; want host and a profile", d.NetworkMode, d.Profiles)
+	}
+	for k := range d.Environment {
+		if !strings.HasPrefix(k, "DELAYQ_") {
+			t.Errorf("delayd environment %s: delayd reads DELAYQ_* only", k)
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/delayq/delayq/cmd/internal/logging"
 	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/ingest"
+	"github.com/delayq/delayq/internal/version"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
@@ -81,11 +82,16 @@ func run(args []string) error {
 	fs.Var((*envflag.List)(&cfg.ConsoleHosts), "console-hosts", "names the console answers to in the Host header besides localhost and IP literals (an ingress's host name), comma-separated")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "", "text or json (default: text when stderr is a terminal, else json)")
+	showVersion := fs.Bool("version", false, "print the version, commit and Go version, and exit")
 	if err := envflag.Parse(fs, args, os.Getenv); err != nil {
 		if err == flag.ErrHelp {
 			return nil
 		}
 		return err
+	}
+	if *showVersion {
+		fmt.Println("delayd", version.Get())
+		return nil
 	}
 	logger, err := logging.New(os.Stderr, *logFormat, *logLevel, term.IsTerminal(int(os.Stderr.Fd())))
 	if err != nil {
@@ -98,7 +104,7 @@ func run(args []string) error {
 		if cfg.Tick == 0 {
 			cfg.Tick = time.Second
 		}
-		return runEmbedded(ctx, cfg, logger)
+		return runEmbedded(ctx, cfg, logger, os.Stdout)
 	}
 	d, err := daemon.New(cfg, daemon.Options{Logger: logger})
 	if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -34,4 +36,34 @@ func TestRunRejectsBadConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// --version prints one line and starts nothing.
+func TestRunVersion(t *testing.T) {
+	out := captureStdout(t, func() {
+		if err := run([]string{"--version"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !strings.HasPrefix(out, "delayd devel (commit ") || strings.Count(out, "\n") != 1 {
+		t.Errorf("delayd --version printed %q", out)
+	}
+}
+
+func captureStdout(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	defer func() { os.Stdout = stdout }()
+	f()
+	w.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

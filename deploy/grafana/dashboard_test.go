@@ -25,8 +25,16 @@ import (
 )
 
 type dashboard struct {
-	UID    string  `json:"uid"`
-	Panels []panel `json:"panels"`
+	UID        string  `json:"uid"`
+	Panels     []panel `json:"panels"`
+	Templating struct {
+		List []struct {
+			Name       string     `json:"name"`
+			Type       string     `json:"type"`
+			Query      string     `json:"query"`
+			Datasource datasource `json:"datasource"`
+		} `json:"list"`
+	} `json:"templating"`
 }
 
 type panel struct {
@@ -57,8 +65,9 @@ func readDashboard(t *testing.T) dashboard {
 	return d
 }
 
-// TestDashboardShape: every panel queries the provisioned datasource, ids
-// are unique, no panel is empty.
+// TestDashboardShape: every panel and variable queries the datasource the
+// dashboard's ${datasource} variable picks (a Prometheus), so it imports
+// into any Grafana as it is; ids are unique, no panel is empty.
 func TestDashboardShape(t *testing.T) {
 	var ds struct {
 		Datasources []datasource `yaml:"datasources"`
@@ -67,13 +76,29 @@ func TestDashboardShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal(b, &ds); err != nil || len(ds.Datasources) != 1 {
-		t.Fatalf("provisioning/datasources/prometheus.yml: %v, %d datasources", err, len(ds.Datasources))
+	if err := yaml.Unmarshal(b, &ds); err != nil || len(ds.Datasources) != 1 || ds.Datasources[0].Type != "prometheus" {
+		t.Fatalf("provisioning/datasources/prometheus.yml: %v, want one prometheus datasource: %+v", err, ds.Datasources)
 	}
-	want := ds.Datasources[0]
+	raw, err := os.ReadFile("dashboards/delayq.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), ds.Datasources[0].UID) {
+		t.Errorf("dashboards/delayq.json names the provisioned datasource uid %q: another Grafana lacks it", ds.Datasources[0].UID)
+	}
+	want := datasource{Type: "prometheus", UID: "${datasource}"}
 	d := readDashboard(t)
 	if d.UID == "" || len(d.Panels) < 10 {
 		t.Fatalf("dashboard uid %q with %d panels", d.UID, len(d.Panels))
+	}
+	vars := d.Templating.List
+	if len(vars) == 0 || vars[0].Name != "datasource" || vars[0].Type != "datasource" || vars[0].Query != "prometheus" {
+		t.Fatalf("first template variable %+v, want datasource of type datasource, query prometheus", vars)
+	}
+	for _, v := range vars[1:] {
+		if v.Type == "query" && v.Datasource != want {
+			t.Errorf("variable %s: datasource %+v, want %+v", v.Name, v.Datasource, want)
+		}
 	}
 	ids := map[int]string{}
 	for _, p := range d.Panels {
@@ -82,7 +107,7 @@ func TestDashboardShape(t *testing.T) {
 		}
 		ids[p.ID] = p.Title
 		if p.Datasource != want {
-			t.Errorf("panel %q: datasource %+v, want the provisioned %+v", p.Title, p.Datasource, want)
+			t.Errorf("panel %q: datasource %+v, want %+v", p.Title, p.Datasource, want)
 		}
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q queries nothing", p.Title)

@@ -158,7 +158,10 @@ func TestManifests(t *testing.T) {
 	for k, v := range cm.Data {
 		env[k] = v
 	}
-	for k, v := range sec.StringData {
+	if len(sec.StringData) > 0 {
+		t.Error("Secret/delayq-secrets: stringData; kustomize's merge of an overlay's secretGenerator drops it (use data)")
+	}
+	for k, v := range sec.Data {
 		env[k] = v
 	}
 	for k := range env {
@@ -255,4 +258,50 @@ func labelsMatch(sel, labels map[string]string) bool {
 func itoa(n int) string {
 	b, _ := yaml.Marshal(n)
 	return strings.TrimSpace(string(b))
+}
+
+// TestImageMatchesManifests: the pods run the image `make image` and the
+// Dockerfile make (delayq/delayd), as the user the image declares.
+func TestImageMatchesManifests(t *testing.T) {
+	df, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := regexp.MustCompile(`(?m)^USER (\d+)`).FindSubmatch(df)
+	if user == nil {
+		t.Fatal("Dockerfile: no numeric USER (runAsNonRoot needs a uid)")
+	}
+	mk, err := os.ReadFile("../../tools/image/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := regexp.MustCompile(`"repository", "([^"]+)"`).FindSubmatch(mk)
+	if repo == nil {
+		t.Fatal("tools/image: no -repository default")
+	}
+	for _, f := range []string{"base/deployment.yaml", "base/job-init.yaml"} {
+		var o struct {
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Image           string `yaml:"image"`
+							SecurityContext struct {
+								RunAsUser    int  `yaml:"runAsUser"`
+								RunAsNonRoot bool `yaml:"runAsNonRoot"`
+							} `yaml:"securityContext"`
+						} `yaml:"containers"`
+					} `yaml:"spec"`
+				} `yaml:"template"`
+			} `yaml:"spec"`
+		}
+		readYAML(t, f, &o)
+		for _, c := range o.Spec.Template.Spec.Containers {
+			name, _, _ := strings.Cut(c.Image, ":")
+			if name != string(repo[1]) || itoa(c.SecurityContext.RunAsUser) != string(user[1]) || !c.SecurityContext.RunAsNonRoot {
+				t.Errorf("%s: image %s as user %d (non-root %v), want %s as the Dockerfile's USER %s",
+					f, c.Image, c.SecurityContext.RunAsUser, c.SecurityContext.RunAsNonRoot, repo[1], user[1])
+			}
+		}
+	}
 }

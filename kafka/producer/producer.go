@@ -25,6 +25,9 @@ type Config struct {
 	Async bool
 	// Logger receives kafka-go's error log; nil discards it.
 	Logger *slog.Logger
+	// ClientID names the writer to the brokers (their request logs, client
+	// quotas); empty: kafka-go's default, the program and host names.
+	ClientID string
 }
 
 // New returns a writer that acknowledges with all in-sync replicas,
@@ -50,6 +53,9 @@ func New(cfg Config) *kafka.Writer {
 		BatchTimeout:           cfg.BatchTimeout,
 		Async:                  cfg.Async,
 		AllowAutoTopicCreation: true,
+	}
+	if cfg.ClientID != "" {
+		w.Transport = &kafka.Transport{ClientID: cfg.ClientID}
 	}
 	if cfg.Logger != nil {
 		w.ErrorLogger = klog.Logger(cfg.Logger.With("component", "kafka_writer"))

@@ -25,9 +25,15 @@ func TestNew(t *testing.T) {
 	if w.Addr.String() != "127.0.0.1:9092" || w.BatchSize != 1000 {
 		t.Errorf("Addr %v, BatchSize %d", w.Addr, w.BatchSize)
 	}
-	w2 := New(Config{Brokers: []string{"a:1", "b:2"}, BatchSize: 10, BatchTimeout: time.Second, Async: true})
+	if w.Transport != nil {
+		t.Errorf("Transport %+v without a ClientID, want kafka-go's default", w.Transport)
+	}
+	w2 := New(Config{Brokers: []string{"a:1", "b:2"}, BatchSize: 10, BatchTimeout: time.Second, Async: true, ClientID: "delayd/v1.2.3"})
 	defer w2.Close()
 	if w2.BatchSize != 10 || w2.BatchTimeout != time.Second || !w2.Async || w2.Addr.String() != "a:1,b:2" {
 		t.Errorf("configured writer: %+v", w2)
+	}
+	if tr, ok := w2.Transport.(*kafka.Transport); !ok || tr.ClientID != "delayd/v1.2.3" {
+		t.Errorf("Transport %+v, want ClientID delayd/v1.2.3", w2.Transport)
 	}
 }

@@ -265,6 +265,7 @@ func TestHelpAndCompletion(t *testing.T) {
 		want string
 	}{
 		{[]string{"--help"}, "DELAYQ_<FLAG>"},
+		{[]string{"--version"}, "delayctl devel (commit "},
 		{[]string{"backfill", "--help"}, "--skip-pending"},
 		{[]string{"completion", "bash"}, "bash completion"},
 		{[]string{"completion", "zsh"}, "compdef"},

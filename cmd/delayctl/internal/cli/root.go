@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/delayq/delayq/cmd/internal/envflag"
+	"github.com/delayq/delayq/internal/version"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
@@ -129,6 +130,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
   delayctl backlog --by day
   DELAYQ_BROKERS=kafka-1:9092 delayctl backfill --from -2h --to now --skip-pending
   source <(delayctl completion bash)`,
+		Version:       version.Get().String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -138,6 +140,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 			return g.validate()
 		},
 	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.SetIn(io.Stdin)
 	root.SetOut(io.Stdout)
 	root.SetErr(io.Stderr)
