@@ -184,7 +184,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	defer w.Close()
 
 	var roles []func(context.Context) error
-	decode := payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: allowList(cfg.AllowTopics)}
+	decode := payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: topics.Allow(cfg.AllowTopics)}
 	if cfg.has(RoleIngest) {
 		in, err := ingest.New(ingest.Config{
 			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
@@ -287,19 +287,6 @@ func (d *Daemon) handler() http.Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	return mux
-}
-
-// allowList turns --allow-topics into a DecodeConfig.AllowTopic; empty means
-// any topic (the decoder still refuses internal ones).
-func allowList(topics []string) func(string) bool {
-	if len(topics) == 0 {
-		return nil
-	}
-	set := make(map[string]bool, len(topics))
-	for _, t := range topics {
-		set[t] = true
-	}
-	return func(t string) bool { return set[t] }
 }
 
 // probes are the health checks of the backends the roles use: a real call

@@ -80,7 +80,8 @@ type Config struct {
 	BatchWait time.Duration
 
 	// Decode validates input messages. Its AllowTopic, whatever it is, never
-	// allows Input, Slow or Failed nor an internal topic as a destination.
+	// allows Input, Slow or Failed nor an internal topic as a destination;
+	// nil is the default allow-list (topics.Allow(nil)).
 	Decode payload.DecodeConfig
 
 	// CallTimeout bounds one attempt of one store call or failed-topic
@@ -155,12 +156,15 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	allow := c.Decode.AllowTopic
+	if allow == nil {
+		allow = topics.Allow(nil)
+	}
 	input, slow, failed := c.Input, c.Slow, c.Failed
 	c.Decode.AllowTopic = func(topic string) bool {
 		if topic == input || topic == slow || topic == failed || topics.Internal(topic) {
 			return false
 		}
-		return allow == nil || allow(topic)
+		return allow(topic)
 	}
 }
 
