@@ -186,7 +186,7 @@ func TestDecode(t *testing.T) {
 		{name: "payload over the limit", cfg: payload.DecodeConfig{MaxPayload: 2 + len("delay-topic") + 6 + len("delay-at") + 12 + 2*payload.HeaderOverhead},
 			msg: input("delay-topic", "orders", "delay-at", "1772366700000"), wantErr: "payload: 104 bytes of key, value and headers (32 bytes each beside key and value), over the 103-byte limit"},
 		{name: "empty headers count towards the limit", cfg: payload.DecodeConfig{MaxPayload: 4096},
-			msg: withEmptyHeaders(input("delay-topic", "orders", "delay-at", "1772366700000"), 200),
+			msg:     withEmptyHeaders(input("delay-topic", "orders", "delay-at", "1772366700000"), 200),
 			wantErr: "over the 4096-byte limit"},
 		{name: "256 headers", msg: withEmptyHeaders(input("delay-topic", "orders", "delay-at", "1772366700000"), 254),
 			want: want(derived, at, func(t *payload.Task) { t.Headers = withEmptyHeaders(kafka.Message{}, 254).Headers })},
