@@ -62,6 +62,10 @@ type Options struct {
 	Store Store
 	// Listener, when set, serves HTTP instead of listening on Config.HTTP.
 	Listener net.Listener
+	// AutoCreateTopics lets the roles' writer have the brokers create a
+	// business topic that does not exist (embedded mode only: elsewhere a
+	// producer must not create topics with delayq's Kafka identity).
+	AutoCreateTopics bool
 }
 
 // Daemon is one delayd process.
@@ -180,7 +184,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w := producer.New(producer.Config{Brokers: cfg.Brokers, BatchSize: writerBatch})
+	w := producer.New(producer.Config{Brokers: cfg.Brokers, BatchSize: writerBatch, AutoCreateTopics: d.opts.AutoCreateTopics})
 	defer w.Close()
 
 	var roles []func(context.Context) error

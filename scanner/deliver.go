@@ -196,9 +196,10 @@ func permanent(err error) bool {
 
 // messageError reports whether a produce error is about the message or its
 // topic rather than the brokers: a permanent error, or an unknown topic.
-// kafka-go does not answer "unknown topic" while the brokers are
-// unreachable when it asks them about topics missing from its cache
-// (producer.New: AllowAutoTopicCreation); it answers the dial error.
+// kafka-go answers "unknown topic" from its metadata cache (producer.New
+// does not auto-create topics), so the shared writer's answer only parks
+// the message: the single writer's answers are confirmed by the brokers
+// (confirmed) before they count towards MaxAttempts.
 func messageError(err error) bool {
 	return permanent(err) || errors.Is(err, kafka.UnknownTopicOrPartition)
 }

@@ -177,3 +177,30 @@ func defaultToBroker(n int) int {
 	}
 	return n
 }
+
+// Missing asks the brokers whether topic exists, never creating it, and
+// reports true when they answer that it does not. It reads fresh metadata
+// over connections of its own: a kafka-go writer that does not auto-create
+// topics answers "unknown topic" from its metadata cache, which keeps the
+// last topics it saw while the brokers are unreachable, so its answer
+// alone cannot tell a missing topic from an outage. An unreachable
+// cluster is an error, never a missing topic.
+func Missing(ctx context.Context, brokers []string, topic string) (bool, error) {
+	transport := &kafka.Transport{}
+	defer transport.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport, Timeout: 10 * time.Second}
+	res, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return false, fmt.Errorf("kafka: metadata of %s: %w", topic, err)
+	}
+	for _, t := range res.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
+			return true, nil
+		}
+		return false, t.Error
+	}
+	return true, nil
+}

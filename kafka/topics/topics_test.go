@@ -132,3 +132,27 @@ func TestEnsureTopicsFake(t *testing.T) {
 		t.Fatalf("Ensure without brokers = %v", err)
 	}
 }
+
+// TestMissing: Missing tells a missing topic from an existing one without
+// creating it, and an unreachable cluster is an error, not a missing topic.
+func TestMissing(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	brokers := c.ListenAddrs()
+	for _, tt := range []struct {
+		topic string
+		want  bool
+	}{{"orders", false}, {"made-up", true}, {"made-up", true}} {
+		if got, err := Missing(ctx, brokers, tt.topic); err != nil || got != tt.want {
+			t.Errorf("Missing(%s) = %v, %v; want %v", tt.topic, got, err, tt.want)
+		}
+	}
+	c.Close()
+	if got, err := Missing(ctx, brokers, "orders"); err == nil {
+		t.Errorf("Missing with the cluster down = %v, nil; want an error", got)
+	}
+}
