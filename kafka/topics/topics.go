@@ -134,6 +134,12 @@ var ErrCreate = errors.New("kafka: create topics")
 // idempotent: a topic that already exists counts as created, whatever its
 // partition count. The request goes to the controller; Ensure returns
 // once the created topics show up in the cluster metadata.
+//
+// It goes through kafka-go's default transport, the one every writer of
+// producer.New shares: the transport refreshes its metadata cache after
+// creating topics, so those writers know the new topics at once. They do
+// not auto-create topics, and would otherwise answer "unknown topic" from
+// their cache until its next refresh (up to 6 s).
 func Ensure(ctx context.Context, brokers []string, specs []Spec) error {
 	if len(specs) == 0 {
 		return nil
@@ -141,9 +147,7 @@ func Ensure(ctx context.Context, brokers []string, specs []Spec) error {
 	if len(brokers) == 0 {
 		return fmt.Errorf("%w: no brokers", ErrCreate)
 	}
-	transport := &kafka.Transport{}
-	defer transport.CloseIdleConnections()
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport, Timeout: 30 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second}
 
 	req := &kafka.CreateTopicsRequest{Topics: make([]kafka.TopicConfig, len(specs))}
 	for i, s := range specs {
