@@ -94,6 +94,10 @@ type Config struct {
 	// row, counted from the reschedule's record timestamp; an older one
 	// names an unknown id and goes to Failed. Default 30s.
 	RescheduleGrace time.Duration
+	// Retention is how long the id rows an op flag guards outlive their
+	// due time (the store's retention, delayd's --retention); an op flag
+	// is kept Decode.MaxDelay + Retention, saturating. Default 7 days.
+	Retention time.Duration
 	// DrainTimeout bounds finishing and committing the batch in hand once
 	// Run's ctx is cancelled or the consumer-group generation ends, at most
 	// MaxDrainTimeout so that the batch is committed before the partition's
