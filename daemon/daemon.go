@@ -193,7 +193,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		in, err := ingest.New(ingest.Config{
 			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
 			Decode: decode, Retention: cfg.Retention,
-			Marks:  ix, Logger: d.opts.Logger, Registerer: d.reg,
+			Marks: ix, Logger: d.opts.Logger, Registerer: d.reg,
 		}, store, ix, w)
 		if err != nil {
 			return err
