@@ -192,8 +192,8 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if cfg.has(RoleIngest) {
 		in, err := ingest.New(ingest.Config{
 			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
-			Decode: decode, Retention: cfg.Retention,
-			Marks: ix, Logger: d.opts.Logger, Registerer: d.reg,
+			Decode: decode,
+			Marks:  ix, Retention: cfg.Retention, Logger: d.opts.Logger, Registerer: d.reg,
 		}, store, ix, w)
 		if err != nil {
 			return err
