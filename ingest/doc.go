@@ -56,9 +56,9 @@
 //
 //  1. write: an op flags its id in Redis when the Index has OpFlags
 //     (zset: {prefix}:op:{id}, kept MaxDelay + Retention, saturating),
-//     then every message writes its cell to its id row (submit d:s = its due time, cancel by
-//     id d:x, reschedule d:r = the new time; one write per id, later
-//     messages of the batch win);
+//     then every message writes its cell to its id row (submit d:s = its
+//     due time, cancel by id d:x, reschedule d:r = the new time; one write
+//     per id, later messages of the batch win);
 //  2. read back the id rows of every op, and of every submit whose id is
 //     flagged (without OpFlags: of every submit);
 //  3. decide: a cancelled id (d:x) marks the rows at its current due time
