@@ -37,6 +37,9 @@ func (in *Ingester) handleSafe(ctx context.Context, msgs []kafka.Message, now ti
 	case !errors.As(err, &p):
 		return err
 	case len(msgs) > 1:
+		first, last := msgs[0], msgs[len(msgs)-1]
+		in.log.Error("panic while handling a batch, handling it again in halves", "topic", first.Topic,
+			"partition", first.Partition, "first_offset", first.Offset, "last_offset", last.Offset, "panic", fmt.Sprint(p.value))
 		mid := len(msgs) / 2
 		if err := in.handleSafe(ctx, msgs[:mid], now); err != nil {
 			return err
