@@ -113,7 +113,7 @@ func violation(format string, args ...any) error {
 // delivered or failed message). Each at most once, none on a cancel, and
 // the checked ones are kept in Task.Headers, delay-occurrence last (see
 // Series). The first occurrence is due at delay-at/delay-after; a cron gap
-// over MaxDelay among the first 8 periods of the schedule is refused
+// over MaxDelay among the first 4 periods of the schedule is refused
 // (checked once per spec and zone), and so is a delay-every under
 // MinEndlessEvery without delay-count or delay-until. The occurrence
 // numbered math.MaxInt64 is the last of its series.

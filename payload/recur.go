@@ -35,10 +35,11 @@ const MinEvery = time.Second
 const MinEndlessEvery = time.Minute
 
 // cronCheckPeriods is how many gaps between the times of a cron schedule
-// Decode checks against MaxDelay, once per spec and zone (cronCache); the
-// scanner checks every gap it plans (NextOccurrence). A fixed number of
-// periods bounds the time one check takes.
-const cronCheckPeriods = 8
+// Decode checks against MaxDelay, once per spec and zone (cronCache): a
+// fixed number of periods bounds the time one check of a new spec takes,
+// and four find the long gaps of the usual shapes (yearly, leap day, day
+// 31, quarterly). The scanner checks every gap it plans (NextOccurrence).
+const cronCheckPeriods = 4
 
 // cronCacheSize bounds how many compiled schedules cronCache keeps.
 const cronCacheSize = 4096
@@ -368,7 +369,7 @@ func compileCron(s string, spec, tz []byte, from int64) (*compiledCron, error) {
 		if name == "" || name == "Local" {
 			return nil, violation("%s: %s is not an IANA time zone name", HeaderTZ, quote(tz))
 		}
-		loc, err := time.LoadLocation(name)
+		loc, err := loadLocation(name)
 		if err != nil {
 			return nil, violation("%s: %s is not a known IANA time zone", HeaderTZ, quote(tz))
 		}
@@ -401,6 +402,23 @@ func compileCron(s string, spec, tz []byte, from int64) (*compiledCron, error) {
 	cronCache.m[key] = c
 	cronCache.Unlock()
 	return c, nil
+}
+
+// zones keeps the time zones loaded so far by name: time.LoadLocation
+// reads the zone's file every time. Only zones that load are kept, so it
+// holds at most the names of the zone database.
+var zones sync.Map // name -> *time.Location
+
+func loadLocation(name string) (*time.Location, error) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, loc)
+	return loc, nil
 }
 
 // parseInterval reads delay-every: a Go duration or seconds, at least
