@@ -56,7 +56,7 @@ type Config struct {
 	// ScanCoalesce rounds scanner wake-ups up to its multiples
 	// (scanner.Config.Coalesce); default 50ms, negative: none.
 	ScanCoalesce time.Duration
-	AllowTopics  []string      // business topics allowed; empty = any but internal ones
+	AllowTopics  []string      // business topics allowed: names and prefixes ending in *; empty = any but internal ones and _*, connect-*
 	Retention    time.Duration // how long a row outlives its exec_at; default 7 days
 	SlowRate     float64       // delay-input-slow messages/s; default 1000
 	GroupPrefix  string        // consumer group ids are <GroupPrefix>-ingest and -scanner; default delayq
@@ -222,6 +222,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Serve.Validate(); err != nil {
 		bad("http: %w", err)
+	}
+	if err := topics.CheckPatterns(c.AllowTopics); err != nil {
+		bad("allow-topics: %w", err)
 	}
 	rc := c.redisConn()
 	if err := rc.Validate(); err != nil {

@@ -64,6 +64,10 @@ type Options struct {
 	Store Store
 	// Listener, when set, serves HTTP instead of listening on Config.HTTP.
 	Listener net.Listener
+	// AutoCreateTopics lets the roles' writer have the brokers create a
+	// business topic that does not exist (embedded mode only: elsewhere a
+	// producer must not create topics with delayq's Kafka identity).
+	AutoCreateTopics bool
 }
 
 // Daemon is one delayd process.
@@ -175,16 +179,16 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w := producer.New(producer.Config{Brokers: cfg.Brokers, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd")})
+	w := producer.New(producer.Config{Brokers: cfg.Brokers, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd"), AutoCreateTopics: d.opts.AutoCreateTopics})
 	defer w.Close()
 
 	var roles []func(context.Context) error
-	decode := payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: allowList(cfg.AllowTopics)}
+	decode := payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: topics.Allow(cfg.AllowTopics)}
 	if cfg.has(RoleIngest) {
 		in, err := ingest.New(ingest.Config{
 			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
 			Decode: decode,
-			Marks:  ix, Logger: d.opts.Logger, Registerer: d.reg,
+			Marks:  ix, Retention: cfg.Retention, Logger: d.opts.Logger, Registerer: d.reg,
 		}, store, ix, w)
 		if err != nil {
 			return err
@@ -283,19 +287,6 @@ func (d *Daemon) handler() http.Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	return mux
-}
-
-// allowList turns --allow-topics into a DecodeConfig.AllowTopic; empty means
-// any topic (the decoder still refuses internal ones).
-func allowList(topics []string) func(string) bool {
-	if len(topics) == 0 {
-		return nil
-	}
-	set := make(map[string]bool, len(topics))
-	for _, t := range topics {
-		set[t] = true
-	}
-	return func(t string) bool { return set[t] }
 }
 
 // probes are the health checks of the backends the roles use: a real call

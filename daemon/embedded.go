@@ -51,6 +51,7 @@ func Embedded(ctx context.Context, cfg Config, opts Options, banner func(brokers
 	cfg.Brokers = cluster.ListenAddrs()
 	cfg.Redis = mr.Addr()
 	opts.Store = payload.NewMemory()
+	opts.AutoCreateTopics = true
 	d, err := New(cfg, opts)
 	if err != nil {
 		return err

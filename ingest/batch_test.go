@@ -558,9 +558,13 @@ func TestHandleStoppingDoesNotFail(t *testing.T) {
 	})
 }
 
+// TestFailedMessageReplacesStaleHeaders: the failed message carries the
+// producer's headers but none that says where it came from (a producer's
+// forged provenance), then the reason and ingest's own source position.
 func TestFailedMessageReplacesStaleHeaders(t *testing.T) {
 	f := newFixture(t, nil)
-	m := msg(3, 9, payload.HeaderError, "old", HeaderSourceOffset, "1", "x", "y")
+	m := msg(3, 9, payload.HeaderError, "old", HeaderSourceOffset, "1", "x", "y",
+		"delay-replay-source", "delay-input/0/1", "delay-replay-of", "delay-failed/0/1", "delay-source-host", "h")
 	got := f.in.failedMessage(m, "new")
 	var keys []string
 	for _, h := range got.Headers {

@@ -80,7 +80,8 @@ type Config struct {
 	BatchWait time.Duration
 
 	// Decode validates input messages. Its AllowTopic, whatever it is, never
-	// allows Input, Slow or Failed nor an internal topic as a destination.
+	// allows Input, Slow or Failed nor an internal topic as a destination;
+	// nil is the default allow-list (topics.Allow(nil)).
 	Decode payload.DecodeConfig
 
 	// CallTimeout bounds one attempt of one store call or failed-topic
@@ -93,6 +94,10 @@ type Config struct {
 	// row, counted from the reschedule's record timestamp; an older one
 	// names an unknown id and goes to Failed. Default 30s.
 	RescheduleGrace time.Duration
+	// Retention is how long the id rows an op flag guards outlive their
+	// due time (the store's retention, delayd's --retention); an op flag
+	// is kept Decode.MaxDelay + Retention, saturating. Default 7 days.
+	Retention time.Duration
 	// DrainTimeout bounds finishing and committing the batch in hand once
 	// Run's ctx is cancelled or the consumer-group generation ends, at most
 	// MaxDrainTimeout so that the batch is committed before the partition's
@@ -155,12 +160,15 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	allow := c.Decode.AllowTopic
+	if allow == nil {
+		allow = topics.Allow(nil)
+	}
 	input, slow, failed := c.Input, c.Slow, c.Failed
 	c.Decode.AllowTopic = func(topic string) bool {
 		if topic == input || topic == slow || topic == failed || topics.Internal(topic) {
 			return false
 		}
-		return allow == nil || allow(topic)
+		return allow(topic)
 	}
 }
 

@@ -41,7 +41,11 @@
 //     to the tasks that cause it; each of those goes to the failed topic
 //     alone, with the refusal as delay-error, and the rest are stored;
 //   - the failed-topic write is retried the same way: every error of it is
-//     an outage, so the batch stays uncommitted until it is written.
+//     an outage, so the batch stays uncommitted until it is written;
+//   - a panic while handling a batch (a bug) is recovered: the batch is
+//     handled again in halves down to the message that panics alone, which
+//     goes to the failed topic with delay-error "internal error" and an
+//     ERROR line naming its topic, partition and offset (panic.go).
 //
 // # Ops by id (lifecycle.go)
 //
@@ -51,10 +55,10 @@
 // Per batch, after the task rows are stored:
 //
 //  1. write: an op flags its id in Redis when the Index has OpFlags
-//     (zset: {prefix}:op:{id}, kept MaxDelay + 7 days), then every message
-//     writes its cell to its id row (submit d:s = its due time, cancel by
-//     id d:x, reschedule d:r = the new time; one write per id, later
-//     messages of the batch win);
+//     (zset: {prefix}:op:{id}, kept MaxDelay + Retention, saturating),
+//     then every message writes its cell to its id row (submit d:s = its
+//     due time, cancel by id d:x, reschedule d:r = the new time; one write
+//     per id, later messages of the batch win);
 //  2. read back the id rows of every op, and of every submit whose id is
 //     flagged (without OpFlags: of every submit);
 //  3. decide: a cancelled id (d:x) marks the rows at its current due time

@@ -179,7 +179,7 @@ func messageBytes(m kafka.Message) int {
 func (in *Ingester) process(ctx context.Context, c committer, l lane, batch []kafka.Message) error {
 	start := time.Now()
 	first, last := batch[0], batch[len(batch)-1]
-	if err := in.handle(ctx, batch, time.Now()); err != nil {
+	if err := in.handleSafe(ctx, batch, time.Now()); err != nil {
 		return fmt.Errorf("ingest: %s/%d: offsets %d..%d not stored, not committed: %w",
 			l.topic, l.partition, first.Offset, last.Offset, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/delayq/delayq/internal/retry"
@@ -39,9 +40,20 @@ type OpFlags interface {
 	Flagged(ctx context.Context, ids []uint64) ([]bool, error)
 }
 
-// opFlagRetention is how long an op flag outlives the longest delay: the
-// retention of the id row cells it guards (hbase.DefaultRetention).
-const opFlagRetention = 7 * 24 * time.Hour
+// defaultRetention is Config.Retention's default, hbase.DefaultRetention.
+const defaultRetention = 7 * 24 * time.Hour
+
+// opFlagTTL is how long an op flag is kept: the longest delay plus the
+// retention of the id row cells it guards. The sum saturates: with a
+// maximum delay near the largest Duration it would wrap to a negative TTL,
+// which Redis takes as none (zset.FlagOps caps what it is given).
+func opFlagTTL(maxDelay, retention time.Duration) time.Duration {
+	ttl := cmp.Or(maxDelay, payload.DefaultMaxDelay) + cmp.Or(retention, defaultRetention)
+	if ttl < 0 {
+		return math.MaxInt64
+	}
+	return ttl
+}
 
 // plan is what the id rows of a batch ask for beyond the plain path. It is
 // carried out in this order, so that a crash anywhere leaves a state that
@@ -108,7 +120,7 @@ func (in *Ingester) resolve(ctx context.Context, ids IDStore, tasks []payload.Ta
 	}
 	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
 	if flags != nil && len(opIDs) > 0 {
-		ttl := cmp.Or(in.cfg.Decode.MaxDelay, payload.DefaultMaxDelay) + opFlagRetention
+		ttl := opFlagTTL(in.cfg.Decode.MaxDelay, in.cfg.Retention)
 		if err := in.stage.Do(ctx, opFlag, policy, func(ctx context.Context) error {
 			return flags.FlagOps(ctx, opIDs, ttl)
 		}); err != nil {

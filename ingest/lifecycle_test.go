@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,11 +32,13 @@ type flagIndex struct {
 	*fakeIndex
 	mu    sync.Mutex
 	flags map[uint64]bool
+	ttls  []time.Duration // of every FlagOps call
 }
 
 func (f *flagIndex) FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.ttls = append(f.ttls, ttl)
 	for _, id := range ids {
 		f.flags[id] = true
 	}
@@ -338,5 +341,42 @@ func TestLifecycleRefusedWithoutIDRows(t *testing.T) {
 	}
 	if _, entries := f.ix.snapshot(); len(entries) != 1 {
 		t.Errorf("index got %d entries, want 1", len(entries))
+	}
+}
+
+// TestOpFlagTTLSaturates: with --max-delay 2562047h (near the largest
+// Duration) an op by id flags its id with a positive TTL, not one that
+// wrapped to a negative number (which Redis takes as no expiry).
+func TestOpFlagTTLSaturates(t *testing.T) {
+	ev := &events{}
+	ix := &flagIndex{fakeIndex: &fakeIndex{ev: ev}, flags: map[uint64]bool{}}
+	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Decode: payload.DecodeConfig{MaxDelay: 2562047 * time.Hour},
+		Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)}, payload.NewMemory(), ix, &fakeWriter{ev: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.handle(t.Context(), []kafka.Message{msg(1, 1, payload.HeaderOp, payload.OpCancel, payload.HeaderID, "x")}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if len(ix.ttls) != 1 || ix.ttls[0] <= 0 {
+		t.Fatalf("FlagOps TTLs %v, want one positive", ix.ttls)
+	}
+}
+
+// TestOpFlagTTL: the op flag TTL is the maximum delay plus the retention,
+// saturating instead of wrapping to a negative TTL (which Redis would take
+// as none) for a maximum delay or retention near the largest Duration.
+func TestOpFlagTTL(t *testing.T) {
+	for _, tt := range []struct {
+		maxDelay, retention, want time.Duration
+	}{
+		{0, 0, payload.DefaultMaxDelay + 7*24*time.Hour},
+		{time.Hour, 24 * time.Hour, 25 * time.Hour},
+		{2562047 * time.Hour, 0, math.MaxInt64},
+		{time.Hour, math.MaxInt64, math.MaxInt64},
+	} {
+		if got := opFlagTTL(tt.maxDelay, tt.retention); got != tt.want {
+			t.Errorf("opFlagTTL(%v, %v) = %v, want %v", tt.maxDelay, tt.retention, got, tt.want)
+		}
 	}
 }

@@ -20,6 +20,8 @@ const (
 	// ReasonLifecycle: a reschedule or cancel by id alone that can never
 	// apply (unknown id, cancelled, already due; see lifecycle.go).
 	ReasonLifecycle = "lifecycle"
+	// reasonPanic: handling the message panicked (panic.go).
+	reasonPanic = "internal"
 )
 
 type metrics struct {

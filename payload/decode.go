@@ -23,6 +23,11 @@ const (
 	DefaultMaxPayload = 1 << 20
 	// MaxNameLen is the longest delay-id accepted, in bytes.
 	MaxNameLen = 128
+	// MaxHeaders is the most headers an input message may carry.
+	MaxHeaders = 256
+	// HeaderOverhead is what each header counts towards MaxPayload beside
+	// its key and value: an empty header is not free to keep.
+	HeaderOverhead = 32
 )
 
 // DecodeConfig holds the limits Decode enforces. The zero value means the
@@ -30,12 +35,15 @@ const (
 type DecodeConfig struct {
 	// MaxDelay is the longest accepted delay from now (default 720h).
 	MaxDelay time.Duration
-	// MaxPayload bounds the bytes of key + value + header keys and values
-	// (default 1 MiB).
+	// MaxPayload bounds the bytes of key + value + header keys and values,
+	// each header counting HeaderOverhead more (default 1 MiB).
 	MaxPayload int
-	// AllowTopic reports whether a business topic may be delivered to. nil
-	// allows any topic. Internal topics (`__*`, delay-input,
-	// delay-input-slow, delay-scan, delay-failed) are never allowed.
+	// AllowTopic reports whether a business topic may be delivered to
+	// (topics.Allow builds it from --allow-topics). nil is the default
+	// allow-list, topics.Allow(nil): any topic but those named like other
+	// systems' own (`_*`, `connect-*`). Internal topics (topics.Internal:
+	// `__*`, delayq's four, `_schemas`, `_confluent-*`, Kafka Connect's)
+	// are never allowed.
 	AllowTopic func(string) bool
 }
 
@@ -89,9 +97,12 @@ func violation(format string, args ...any) error {
 // Control = ControlCancelID); a reschedule needs delay-id and exactly one of
 // delay-at and delay-after, the new due time (Control = ControlReschedule,
 // delay-topic optional and ignored); each control
-// header at most once; key + value + headers at most MaxPayload bytes.
+// header at most once; at most MaxHeaders headers; key + value + headers
+// (HeaderOverhead bytes each beside key and value) at most MaxPayload bytes.
 // Without delay-id the name is DerivedName(m.Topic, m.Partition, m.Offset).
-// Control headers (and a stale delay-error) are not passed through.
+// Control headers (and a stale delay-error) are not passed through, nor
+// are provenance headers (Provenance: delay-source-*, delay-replay-of,
+// delay-replay-source), which only delayq writes.
 //
 // Recurrence: delay-every (Go duration or seconds, >= MinEvery and at most
 // MaxDelay) or delay-cron (five fields or a descriptor such as @daily; no
@@ -102,10 +113,16 @@ func violation(format string, args ...any) error {
 // delivered or failed message). Each at most once, none on a cancel, and
 // the checked ones are kept in Task.Headers, delay-occurrence last (see
 // Series). The first occurrence is due at delay-at/delay-after; a cron gap
-// over MaxDelay among the first 1,000 occurrences is refused.
+// over MaxDelay among the first 4 periods of the schedule is refused
+// (checked once per spec and zone), and so is a delay-every under
+// MinEndlessEvery without delay-count or delay-until. The occurrence
+// numbered math.MaxInt64 is the last of its series.
 func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	cfg.setDefaults()
 
+	if n := len(m.Headers); n > MaxHeaders {
+		return Task{}, violation("headers: %d headers, over the limit of %d", n, MaxHeaders)
+	}
 	var (
 		ctl  [numControl]*kafka.Header
 		rec  [numRecur]*kafka.Header
@@ -114,7 +131,10 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	)
 	for i := range m.Headers {
 		h := &m.Headers[i]
-		size += len(h.Key) + len(h.Value)
+		size += len(h.Key) + len(h.Value) + HeaderOverhead
+		if Provenance(h.Key) {
+			continue // only delayq writes these (see Provenance)
+		}
 		if r := recurIndex(h.Key); r >= 0 {
 			if rec[r] != nil {
 				return Task{}, violation("%s: header given more than once", h.Key)
@@ -133,7 +153,8 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 		ctl[c] = h
 	}
 	if size > cfg.MaxPayload {
-		return Task{}, violation("payload: %d bytes of key, value and headers, over the %d-byte limit", size, cfg.MaxPayload)
+		return Task{}, violation("payload: %d bytes of key, value and headers (%d bytes each beside key and value), over the %d-byte limit",
+			size, HeaderOverhead, cfg.MaxPayload)
 	}
 
 	var t Task
@@ -240,6 +261,16 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	return t, nil
 }
 
+// Provenance reports whether key is a header that says where a message
+// came from, which only delayq writes: delay-source-* (ingest, on the
+// failed topic) and delay-replay-of, delay-replay-source (replay, on the
+// input). Decode drops them from input, so no stored task, delivery or
+// failed message carries one a producer set, and replay can trust those
+// of a failed message.
+func Provenance(key string) bool {
+	return strings.HasPrefix(key, "delay-source-") || key == "delay-replay-of" || key == "delay-replay-source"
+}
+
 func opName(t Task) string {
 	if t.Control == ControlReschedule {
 		return OpReschedule
@@ -287,6 +318,8 @@ func checkTopic(topic string, allow func(string) bool) error {
 		return violation("%s: %s is not a legal Kafka topic name", HeaderTopic, quote([]byte(topic)))
 	case topics.Internal(topic):
 		return violation("%s: %s is an internal topic", HeaderTopic, quote([]byte(topic)))
+	case allow == nil && topics.Restricted(topic):
+		return violation("%s: %s is not allowed: names starting with _ or connect- need --allow-topics", HeaderTopic, quote([]byte(topic)))
 	case allow != nil && !allow(topic):
 		return violation("%s: %s is not allowed", HeaderTopic, quote([]byte(topic)))
 	}

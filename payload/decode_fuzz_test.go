@@ -73,10 +73,25 @@ func FuzzDecode(f *testing.F) {
 		case !got.Cancel && got.Control == payload.ControlNone && (!topics.Legal(got.Topic) || topics.Internal(got.Topic) || got.Topic == "forbidden"):
 			t.Fatalf("task for topic %q", got.Topic)
 		}
+		if len(m.Headers) > payload.MaxHeaders {
+			t.Fatalf("%d headers accepted", len(m.Headers))
+		}
 		for _, h := range got.Headers {
-			switch h.Key {
-			case payload.HeaderTopic, payload.HeaderAt, payload.HeaderAfter, payload.HeaderID, payload.HeaderOp, payload.HeaderError:
+			switch {
+			case h.Key == payload.HeaderTopic, h.Key == payload.HeaderAt, h.Key == payload.HeaderAfter,
+				h.Key == payload.HeaderID, h.Key == payload.HeaderOp, h.Key == payload.HeaderError:
 				t.Fatalf("control header %q passed through", h.Key)
+			case payload.Provenance(h.Key):
+				t.Fatalf("provenance header %q passed through", h.Key)
+			}
+		}
+		// The next occurrence of a series is later and numbered higher:
+		// nothing wraps around.
+		if next, ok, err := payload.NextOccurrence(got, payload.DefaultMaxDelay); err == nil && ok {
+			_, occ, _, _ := payload.Series(got)
+			_, nocc, _, serr := payload.Series(next)
+			if serr != nil || next.ExecAt <= got.ExecAt || nocc != occ+1 || nocc <= 0 {
+				t.Fatalf("next occurrence %d at %d after %d at %d (%v)", nocc, next.ExecAt, occ, got.ExecAt, serr)
 			}
 		}
 		// A re-read of the same record is the same task.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -90,7 +91,7 @@ func TestDecode(t *testing.T) {
 			})},
 		{name: "allowed topic", cfg: payload.DecodeConfig{AllowTopic: func(s string) bool { return s == "orders" }},
 			msg: input("delay-topic", "orders", "delay-at", "1772366700000"), want: want(derived, at)},
-		{name: "payload at the limit", cfg: payload.DecodeConfig{MaxPayload: 2 + len("delay-topic") + 6 + len("delay-at") + 13},
+		{name: "payload at the limit", cfg: payload.DecodeConfig{MaxPayload: 2 + len("delay-topic") + 6 + len("delay-at") + 13 + 2*payload.HeaderOverhead},
 			msg: input("delay-topic", "orders", "delay-at", "1772366700000"), want: want(derived, at)},
 		{name: "cancel", msg: input("delay-op", "cancel", "delay-id", "order-42", "delay-at", "1772366700000", "x", "y"),
 			want: payload.Task{ID: payload.TaskID("order-42"), Name: "order-42", ExecAt: at.UnixMilli(), Cancel: true}},
@@ -182,8 +183,40 @@ func TestDecode(t *testing.T) {
 			wantErr: "delay-id: header given more than once"},
 		{name: "duplicate error header", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-error", "a", "delay-error", "b"),
 			wantErr: "delay-error: header given more than once"},
-		{name: "payload over the limit", cfg: payload.DecodeConfig{MaxPayload: 2 + len("delay-topic") + 6 + len("delay-at") + 12},
-			msg: input("delay-topic", "orders", "delay-at", "1772366700000"), wantErr: "payload: 40 bytes of key, value and headers, over the 39-byte limit"},
+		{name: "payload over the limit", cfg: payload.DecodeConfig{MaxPayload: 2 + len("delay-topic") + 6 + len("delay-at") + 12 + 2*payload.HeaderOverhead},
+			msg: input("delay-topic", "orders", "delay-at", "1772366700000"), wantErr: "payload: 104 bytes of key, value and headers (32 bytes each beside key and value), over the 103-byte limit"},
+		{name: "empty headers count towards the limit", cfg: payload.DecodeConfig{MaxPayload: 4096},
+			msg:     withEmptyHeaders(input("delay-topic", "orders", "delay-at", "1772366700000"), 200),
+			wantErr: "over the 4096-byte limit"},
+		{name: "256 headers", msg: withEmptyHeaders(input("delay-topic", "orders", "delay-at", "1772366700000"), 254),
+			want: want(derived, at, func(t *payload.Task) { t.Headers = withEmptyHeaders(kafka.Message{}, 254).Headers })},
+		{name: "257 headers", msg: withEmptyHeaders(input("delay-topic", "orders", "delay-at", "1772366700000"), 255),
+			wantErr: "headers: 257 headers, over the limit of 256"},
+		{name: "200,000 empty headers", msg: withEmptyHeaders(input("delay-topic", "orders", "delay-at", "1772366700000"), 200_000),
+			wantErr: "headers: 200002 headers, over the limit of 256"},
+
+		// Topics other systems own: refused by the default allow-list.
+		{name: "topic _schemas", msg: input("delay-topic", "_schemas", "delay-at", "1772366700000"), wantErr: `delay-topic: "_schemas" is an internal topic`},
+		{name: "topic connect-configs", msg: input("delay-topic", "connect-configs", "delay-at", "1772366700000"), wantErr: `delay-topic: "connect-configs" is an internal topic`},
+		{name: "topic _confluent-command", msg: input("delay-topic", "_confluent-command", "delay-at", "1772366700000"), wantErr: `delay-topic: "_confluent-command" is an internal topic`},
+		{name: "topic _private by default", msg: input("delay-topic", "_private", "delay-at", "1772366700000"),
+			wantErr: `delay-topic: "_private" is not allowed: names starting with _ or connect- need --allow-topics`},
+		{name: "topic connect-mine by default", msg: input("delay-topic", "connect-mine", "delay-at", "1772366700000"), wantErr: "need --allow-topics"},
+		{name: "topic _schemas even when listed", cfg: payload.DecodeConfig{AllowTopic: topics.Allow([]string{"_schemas", "*"})},
+			msg: input("delay-topic", "_schemas", "delay-at", "1772366700000"), wantErr: "is an internal topic"},
+		{name: "topic _private when listed", cfg: payload.DecodeConfig{AllowTopic: topics.Allow([]string{"_private"})},
+			msg: input("delay-topic", "_private", "delay-at", "1772366700000"), want: want(derived, at, func(t *payload.Task) { t.Topic = "_private" })},
+		{name: "topic by prefix", cfg: payload.DecodeConfig{AllowTopic: topics.Allow([]string{"orders.*"})},
+			msg: input("delay-topic", "orders.eu", "delay-at", "1772366700000"), want: want(derived, at, func(t *payload.Task) { t.Topic = "orders.eu" })},
+		{name: "topic outside the prefix", cfg: payload.DecodeConfig{AllowTopic: topics.Allow([]string{"orders.*"})},
+			msg: input("delay-topic", "orders", "delay-at", "1772366700000"), wantErr: `delay-topic: "orders" is not allowed`},
+
+		// Provenance only delayq writes: dropped from input.
+		{name: "forged provenance dropped",
+			msg: input("a", "1", "delay-topic", "orders", "delay-at", "1772366700000", "delay-replay-of", "delay-failed/0/1",
+				"delay-replay-source", "delay-input/9/99", "delay-source-topic", "delay-input-slow", "delay-source-partition", "9",
+				"delay-source-offset", "99", "delay-source-host", "x", "b", "2"),
+			want: want(derived, at, func(t *payload.Task) { t.Headers = hdr("a", "1", "b", "2") })},
 		{name: "payload over the default limit", msg: func() kafka.Message {
 			m := input("delay-topic", "orders", "delay-at", "1772366700000")
 			m.Value = make([]byte, 1<<20)
@@ -213,6 +246,13 @@ func TestDecode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withEmptyHeaders returns m with n more headers, each with an empty key
+// and value.
+func withEmptyHeaders(m kafka.Message, n int) kafka.Message {
+	m.Headers = append(m.Headers, make([]kafka.Header, n)...)
+	return m
 }
 
 func TestDecodeReasonReadsAlone(t *testing.T) {

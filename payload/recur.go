@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cron "github.com/netresearch/go-cron"
@@ -27,9 +28,21 @@ const (
 // MinEvery is the shortest delay-every accepted.
 const MinEvery = time.Second
 
-// cronCheckOccurrences bounds how many gaps of a cron series Decode checks
-// against MaxDelay; the scanner checks every gap it plans (Next).
-const cronCheckOccurrences = 1000
+// MinEndlessEvery is the shortest delay-every of a series without
+// delay-count or delay-until: an endless series at a shorter interval is
+// refused, so that one message cannot make delayq deliver every second
+// forever.
+const MinEndlessEvery = time.Minute
+
+// cronCheckPeriods is how many gaps between the times of a cron schedule
+// Decode checks against MaxDelay, once per spec and zone (cronCache): a
+// fixed number of periods bounds the time one check of a new spec takes,
+// and four find the long gaps of the usual shapes (yearly, leap day, day
+// 31, quarterly). The scanner checks every gap it plans (NextOccurrence).
+const cronCheckPeriods = 4
+
+// cronCacheSize bounds how many compiled schedules cronCache keeps.
+const cronCacheSize = 4096
 
 // cronParser reads standard five-field cron with @yearly-style descriptors.
 // DowOrDom keeps the POSIX rule: when both day-of-month and day-of-week are
@@ -48,6 +61,9 @@ type Recurrence struct {
 	Count int64
 
 	sched cron.Schedule
+	// gap is the largest gap (ms) between the first cronCheckPeriods + 1
+	// times of sched, and gapFrom the time it starts (cronCache).
+	gap, gapFrom int64
 }
 
 // Next returns the due time of the occurrence after the one numbered occ
@@ -55,8 +71,11 @@ type Recurrence struct {
 // reached, past Until, or a cron schedule with no further time). It is a
 // pure function of its arguments: planning the same occurrence again (a
 // crash, a replayed scan) yields the same next occurrence, one task.
+//
+// An occurrence numbered math.MaxInt64 is the last: the next could not be
+// numbered.
 func (r Recurrence) Next(execAt, occ int64) (int64, bool) {
-	if r.Count > 0 && occ >= r.Count {
+	if r.Count > 0 && occ >= r.Count || occ == math.MaxInt64 {
 		return 0, false
 	}
 	var next int64
@@ -64,18 +83,10 @@ func (r Recurrence) Next(execAt, occ int64) (int64, bool) {
 	case r.Every > 0:
 		next = execAt + r.Every.Milliseconds()
 	case r.sched != nil:
-		cur := time.UnixMilli(execAt).In(r.Loc)
-		t := r.sched.Next(cur)
-		// When clocks fall back the library finds the repeated wall time
-		// again (01:30 EDT, then 01:30 EST): skip times whose wall clock
-		// is not after the current one's, so each wall time runs once.
-		for i := 0; i < 1000 && !t.IsZero() && !wall(t).After(wall(cur)); i++ {
-			t = r.sched.Next(t)
-		}
-		if t.IsZero() || !wall(t).After(wall(cur)) {
+		var ok bool
+		if next, ok = cronNext(r.sched, r.Loc, execAt); !ok {
 			return 0, false
 		}
-		next = t.UnixMilli()
 	default:
 		return 0, false
 	}
@@ -83,6 +94,23 @@ func (r Recurrence) Next(execAt, occ int64) (int64, bool) {
 		return 0, false
 	}
 	return next, true
+}
+
+// cronNext returns the first time of sched in loc after execAt, and false
+// when there is none.
+func cronNext(sched cron.Schedule, loc *time.Location, execAt int64) (int64, bool) {
+	cur := time.UnixMilli(execAt).In(loc)
+	t := sched.Next(cur)
+	// When clocks fall back the library finds the repeated wall time
+	// again (01:30 EDT, then 01:30 EST): skip times whose wall clock
+	// is not after the current one's, so each wall time runs once.
+	for i := 0; i < 1000 && !t.IsZero() && !wall(t).After(wall(cur)); i++ {
+		t = sched.Next(t)
+	}
+	if t.IsZero() || !wall(t).After(wall(cur)) {
+		return 0, false
+	}
+	return t.UnixMilli(), true
 }
 
 // wall is t's wall clock reading as a UTC time, for comparing wall times
@@ -118,7 +146,7 @@ func Series(t Task) (r Recurrence, occ int64, ok bool, err error) {
 	if every == nil && spec == nil {
 		return Recurrence{}, 0, false, nil
 	}
-	r, err = parseRecurrence(every, spec, tz, until, count)
+	r, err = parseRecurrence(every, spec, tz, until, count, t.ExecAt)
 	if err != nil {
 		return Recurrence{}, 0, false, err
 	}
@@ -220,7 +248,7 @@ func decodeRecurrence(rec [numRecur]*kafka.Header, execAt int64, maxDelay time.D
 		}
 		return nil, nil
 	}
-	r, err := parseRecurrence(every, spec, val(recTZ), val(recUntil), val(recCount))
+	r, err := parseRecurrence(every, spec, val(recTZ), val(recUntil), val(recCount), execAt)
 	if err != nil {
 		return nil, err
 	}
@@ -237,20 +265,17 @@ func decodeRecurrence(rec [numRecur]*kafka.Header, execAt int64, maxDelay time.D
 		return nil, violation("%s: %s is before the first occurrence (%s)", HeaderUntil, FormatTime(r.Until), FormatTime(execAt))
 	case r.Every > maxDelay:
 		return nil, violation("%s: %v is over the maximum delay %v", HeaderEvery, r.Every, maxDelay)
+	case r.Every > 0 && r.Every < MinEndlessEvery && r.Count == 0 && r.Until == 0:
+		return nil, violation("%s: %v without %s or %s: an endless series runs at most every %v", HeaderEvery,
+			r.Every, HeaderCount, HeaderUntil, MinEndlessEvery)
 	}
-	if r.sched != nil {
-		at := execAt
-		for n := int64(0); n < cronCheckOccurrences; n++ {
-			next, ok := r.Next(at, occ+n)
-			if !ok {
-				break
-			}
-			if next-at > maxDelay.Milliseconds() {
-				return nil, violation("%s: %s falls %v after %s, over the maximum delay %v", HeaderCron,
-					FormatTime(next), time.Duration(next-at)*time.Millisecond, FormatTime(at), maxDelay)
-			}
-			at = next
-		}
+	// A gap of the schedule over the maximum delay, unless the series ends
+	// before it can meet one: no occurrence after this one, or delay-until
+	// within the maximum delay.
+	ends := r.Count > 0 && occ >= r.Count || r.Until > 0 && r.Until-execAt <= maxDelay.Milliseconds()
+	if r.sched != nil && !ends && r.gap > maxDelay.Milliseconds() {
+		return nil, violation("%s: %s falls %v after %s, over the maximum delay %v", HeaderCron,
+			FormatTime(r.gapFrom+r.gap), time.Duration(r.gap)*time.Millisecond, FormatTime(r.gapFrom), maxDelay)
 	}
 	var hs []kafka.Header
 	for i := range recOccurrence {
@@ -261,9 +286,9 @@ func decodeRecurrence(rec [numRecur]*kafka.Header, execAt int64, maxDelay time.D
 	return append(hs, kafka.Header{Key: HeaderOccurrence, Value: []byte(strconv.FormatInt(occ, 10))}), nil
 }
 
-// parseRecurrence reads the recurrence headers; nil means absent. Errors
-// wrap ErrContract.
-func parseRecurrence(every, spec, tz, until, count []byte) (Recurrence, error) {
+// parseRecurrence reads the recurrence headers of a task due at execAt;
+// nil means absent. Errors wrap ErrContract.
+func parseRecurrence(every, spec, tz, until, count []byte, execAt int64) (Recurrence, error) {
 	var r Recurrence
 	switch {
 	case every != nil && spec != nil:
@@ -287,24 +312,11 @@ func parseRecurrence(every, spec, tz, until, count []byte) (Recurrence, error) {
 		case strings.HasPrefix(s, "@every"):
 			return r, violation("%s: %s: use %s for a fixed interval", HeaderCron, quote(spec), HeaderEvery)
 		}
-		r.Loc = time.UTC
-		if tz != nil {
-			name := string(tz)
-			if name == "" || name == "Local" {
-				return r, violation("%s: %s is not an IANA time zone name", HeaderTZ, quote(tz))
-			}
-			loc, err := time.LoadLocation(name)
-			if err != nil {
-				return r, violation("%s: %s is not a known IANA time zone", HeaderTZ, quote(tz))
-			}
-			r.Loc = loc
-		}
-		sched, err := cronParser.Parse(s)
+		c, err := compileCron(s, spec, tz, execAt)
 		if err != nil {
-			return r, violation("%s: %s is not a cron expression (minute hour day-of-month month day-of-week, or @daily...): %v",
-				HeaderCron, quote(spec), err)
+			return r, err
 		}
-		r.Cron, r.sched = s, sched
+		r.Cron, r.Loc, r.sched, r.gap, r.gapFrom = s, c.loc, c.sched, c.gap, c.gapFrom
 	}
 	if until != nil {
 		ms, err := parseTime(HeaderUntil, until)
@@ -321,6 +333,92 @@ func parseRecurrence(every, spec, tz, until, count []byte) (Recurrence, error) {
 		r.Count = n
 	}
 	return r, nil
+}
+
+// compiledCron is a cron schedule in its zone, with the largest gap among
+// its first cronCheckPeriods periods.
+type compiledCron struct {
+	sched        cron.Schedule
+	loc          *time.Location
+	gap, gapFrom int64
+}
+
+// cronCache keeps compiled schedules by spec and zone: parsing a spec,
+// loading a zone and walking the periods cost far more than a message
+// should. At most cronCacheSize entries; a full cache forgets one at
+// random.
+var cronCache = struct {
+	sync.Mutex
+	m map[[2]string]*compiledCron
+}{m: make(map[[2]string]*compiledCron)}
+
+// compileCron returns the schedule s (the trimmed spec) in the zone tz (nil:
+// UTC), from cronCache or compiled now, its periods walked from the first
+// time after from.
+func compileCron(s string, spec, tz []byte, from int64) (*compiledCron, error) {
+	key := [2]string{s, string(tz)}
+	cronCache.Lock()
+	c := cronCache.m[key]
+	cronCache.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	c = &compiledCron{loc: time.UTC}
+	if tz != nil {
+		name := string(tz)
+		if name == "" || name == "Local" {
+			return nil, violation("%s: %s is not an IANA time zone name", HeaderTZ, quote(tz))
+		}
+		loc, err := loadLocation(name)
+		if err != nil {
+			return nil, violation("%s: %s is not a known IANA time zone", HeaderTZ, quote(tz))
+		}
+		c.loc = loc
+	}
+	sched, err := cronParser.Parse(s)
+	if err != nil {
+		return nil, violation("%s: %s is not a cron expression (minute hour day-of-month month day-of-week, or @daily...): %v",
+			HeaderCron, quote(spec), err)
+	}
+	c.sched = sched
+	at, ok := cronNext(sched, c.loc, from)
+	for range cronCheckPeriods {
+		if !ok {
+			break
+		}
+		next, more := cronNext(sched, c.loc, at)
+		if more && next-at > c.gap {
+			c.gap, c.gapFrom = next-at, at
+		}
+		at, ok = next, more
+	}
+	cronCache.Lock()
+	if len(cronCache.m) >= cronCacheSize {
+		for k := range cronCache.m {
+			delete(cronCache.m, k)
+			break
+		}
+	}
+	cronCache.m[key] = c
+	cronCache.Unlock()
+	return c, nil
+}
+
+// zones keeps the time zones loaded so far by name: time.LoadLocation
+// reads the zone's file every time. Only zones that load are kept, so it
+// holds at most the names of the zone database.
+var zones sync.Map // name -> *time.Location
+
+func loadLocation(name string) (*time.Location, error) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, loc)
+	return loc, nil
 }
 
 // parseInterval reads delay-every: a Go duration or seconds, at least

@@ -216,6 +216,33 @@ func TestNextOccurrenceMaxGap(t *testing.T) {
 	}
 }
 
+// TestOccurrenceNearMax: an occurrence numbered near 2^63 is planned
+// without wrapping to a negative number; the one numbered math.MaxInt64
+// is the last.
+func TestOccurrenceNearMax(t *testing.T) {
+	for _, tt := range []struct {
+		occ, next string // next "": the series ends
+	}{
+		{"9223372036854775806", "9223372036854775807"},
+		{"9223372036854775807", ""},
+	} {
+		task, err := payload.Decode(input("delay-topic", "orders", "delay-at", "2026-03-01T12:00:00Z",
+			"delay-every", "1m", "delay-occurrence", tt.occ), now, payload.DecodeConfig{})
+		if err != nil {
+			t.Fatalf("occurrence %s: %v", tt.occ, err)
+		}
+		next, ok, err := payload.NextOccurrence(task, time.Hour)
+		switch {
+		case err != nil:
+			t.Errorf("occurrence %s: %v", tt.occ, err)
+		case tt.next == "" && ok:
+			t.Errorf("occurrence %s: planned %+v, want the series to end", tt.occ, next)
+		case tt.next != "" && (!ok || occurrenceOf(t, next) <= 0 || string(next.Headers[len(next.Headers)-1].Value) != tt.next):
+			t.Errorf("occurrence %s: next %v ok=%v, want occurrence %s", tt.occ, next.Headers, ok, tt.next)
+		}
+	}
+}
+
 func TestDecodeRecurrenceRefused(t *testing.T) {
 	base := []string{"delay-topic", "orders", "delay-at", "2026-03-01T12:00:00Z"}
 	tests := []struct {
@@ -237,7 +264,18 @@ func TestDecodeRecurrenceRefused(t *testing.T) {
 		{"cron TZ prefix", []string{"delay-cron", "TZ=Asia/Tokyo 0 9 * * *"}, payload.DecodeConfig{}, "give the time zone in delay-tz"},
 		{"cron @every", []string{"delay-cron", "@every 1h"}, payload.DecodeConfig{}, "use delay-every"},
 		{"cron never again", []string{"delay-cron", "0 0 30 2 *"}, payload.DecodeConfig{}, ""}, // accepted: one occurrence (checked below)
-		{"cron gap over max delay", []string{"delay-cron", "0 0 1 1 *"}, payload.DecodeConfig{}, "delay-cron: 2027-01-01T00:00:00.000Z falls"},
+		{"cron gap over max delay", []string{"delay-cron", "0 0 1 1 *"}, payload.DecodeConfig{}, "-01-01T00:00:00.000Z, over the maximum delay 720h0m0s"},
+		{"cron gap over max delay with count", []string{"delay-cron", "0 0 1 1 *", "delay-count", "2"}, payload.DecodeConfig{}, "over the maximum delay"},
+		{"cron gap past the last occurrence", []string{"delay-cron", "0 0 1 1 *", "delay-count", "1"}, payload.DecodeConfig{}, ""},
+		{"cron gap past until", []string{"delay-cron", "0 0 1 1 *", "delay-until", "2026-03-20T00:00:00Z"}, payload.DecodeConfig{}, ""},
+		{"every 1s endless", []string{"delay-every", "1s"}, payload.DecodeConfig{}, "delay-every: 1s without delay-count or delay-until: an endless series runs at most every 1m0s"},
+		{"every 59s endless", []string{"delay-every", "59s"}, payload.DecodeConfig{}, "an endless series runs at most every 1m0s"},
+		{"every 1m endless", []string{"delay-every", "1m"}, payload.DecodeConfig{}, ""},
+		{"every 1s with count", []string{"delay-every", "1s", "delay-count", "10"}, payload.DecodeConfig{}, ""},
+		{"every 1s with until", []string{"delay-every", "1s", "delay-until", "2026-03-02T00:00:00Z"}, payload.DecodeConfig{}, ""},
+		{"count at the int64 limit", []string{"delay-every", "1m", "delay-count", "9223372036854775807"}, payload.DecodeConfig{}, ""},
+		{"count over the int64 limit", []string{"delay-every", "1m", "delay-count", "9223372036854775808"}, payload.DecodeConfig{}, `delay-count: "9223372036854775808" is not a whole number >= 1`},
+		{"occurrence over the int64 limit", []string{"delay-every", "1m", "delay-occurrence", "9223372036854775808"}, payload.DecodeConfig{}, `delay-occurrence: "9223372036854775808" is not a whole number >= 1`},
 		{"tz unknown", []string{"delay-cron", "0 9 * * *", "delay-tz", "Mars/Olympus"}, payload.DecodeConfig{}, `delay-tz: "Mars/Olympus" is not a known IANA time zone`},
 		{"tz Local", []string{"delay-cron", "0 9 * * *", "delay-tz", "Local"}, payload.DecodeConfig{}, `delay-tz: "Local" is not an IANA time zone name`},
 		{"tz with every", []string{"delay-every", "1m", "delay-tz", "UTC"}, payload.DecodeConfig{}, "delay-tz: only with delay-cron"},

@@ -105,10 +105,12 @@ type Config struct {
 	// SingleWriter produces each message in a produce request of its own,
 	// so that a broker's answer (too large, unknown topic) concerns that
 	// message alone; the scanner writes a message through it after a
-	// write of a batch failed for it. It must ask the broker about a topic
-	// missing from its metadata cache (producer.New does), or an outage
-	// would look like an unknown topic. Default: producer.New on Brokers
-	// with a batch size of 1, built by Run and closed when Run returns.
+	// write of a batch failed for it. Its "unknown topic" answers must come
+	// from the brokers, not from a metadata cache that an outage leaves
+	// stale, or an outage would look like an unknown topic. Default:
+	// producer.New on Brokers with a batch size of 1, whose "unknown
+	// topic" answers are confirmed by a metadata request of their own
+	// (topics.Missing), built by Run and closed when Run returns.
 	SingleWriter Writer
 	// MaxDelay bounds the gap between two occurrences of a recurring task
 	// (delayd's --max-delay): a next occurrence further than that after

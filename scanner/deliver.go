@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,8 +39,9 @@ type delivery struct {
 	entry    entry
 	task     *payload.Task
 	msg      kafka.Message
-	failed   bool // msg goes to FailedTopic
-	stripped bool // msg lost key, value and pass-through headers to fit FailedTopic
+	failed   bool   // msg goes to FailedTopic
+	reason   string // reason label once written to FailedTopic; "" = reasonRefused
+	stripped bool   // msg lost key, value and pass-through headers to fit FailedTopic
 
 	// Written alone (park.go):
 	unknown  int       // alone writes answered "unknown topic"
@@ -165,7 +167,7 @@ func write(ctx context.Context, wr Writer, ds []*delivery, now time.Time) []erro
 func (w *worker) written(d *delivery, at time.Time) {
 	d.entry.settle()
 	if d.failed {
-		w.s.m.failed.WithLabelValues(reasonRefused).Inc()
+		w.s.m.failed.WithLabelValues(cmp.Or(d.reason, reasonRefused)).Inc()
 		return
 	}
 	w.s.m.delivered.Inc()
@@ -196,9 +198,10 @@ func permanent(err error) bool {
 
 // messageError reports whether a produce error is about the message or its
 // topic rather than the brokers: a permanent error, or an unknown topic.
-// kafka-go does not answer "unknown topic" while the brokers are
-// unreachable when it asks them about topics missing from its cache
-// (producer.New: AllowAutoTopicCreation); it answers the dial error.
+// kafka-go answers "unknown topic" from its metadata cache (producer.New
+// does not auto-create topics), so the shared writer's answer only parks
+// the message: the single writer's answers are confirmed by the brokers
+// (confirmed) before they count towards MaxAttempts.
 func messageError(err error) bool {
 	return permanent(err) || errors.Is(err, kafka.UnknownTopicOrPartition)
 }
@@ -208,6 +211,11 @@ func messageError(err error) bool {
 func (s *Scanner) redirect(d *delivery, reason string) {
 	s.log.Warn("task refused by its topic", "id", d.task.Name, "topic", d.task.Topic,
 		"exec_at", d.task.ExecAt, "reason", reason)
+	s.toFailed(d, reason)
+}
+
+// toFailed is redirect without the log line.
+func (s *Scanner) toFailed(d *delivery, reason string) {
 	m := d.msg
 	m.Topic = s.cfg.FailedTopic
 	m.Headers = append(slices.Clip(m.Headers),

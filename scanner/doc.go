@@ -73,9 +73,14 @@
 //     through one internal/retry Stage ("scanner": one WARN line when it
 //     stalls, one INFO line when it recovers). Only an answer about one
 //     message alone (too large, an invalid or unauthorized topic, a topic
-//     still unknown after MaxAttempts alone writes) sends it to
-//     FailedTopic with a delay-error header. A parked entry stays in its
+//     still unknown after MaxAttempts alone writes, each "unknown topic"
+//     confirmed by the brokers: delayq's writers create no topics) sends it
+//     to FailedTopic with a delay-error header. A parked entry stays in its
 //     zset until its delivery settles; later reads skip it.
+//   - A panic while handling one task (reading its row, building its
+//     message, planning its next occurrence) is recovered: the task goes
+//     to FailedTopic with delay-error "internal error" and an ERROR line
+//     naming it (panic.go); the worker goes on.
 //   - Offsets are committed through a sliding window (consumer.Window):
 //     the committed offset is the low-water mark of finished scan tasks
 //     and never goes backwards. A scan task that was not finished (stop,

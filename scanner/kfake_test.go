@@ -4,10 +4,13 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/delayq/delayq/kafka/producer"
@@ -16,12 +19,13 @@ import (
 	"github.com/delayq/delayq/payload"
 )
 
-// kafka-go answers the dial error, not "unknown topic", while the brokers
-// are unreachable, also for a topic missing from its metadata cache, when
-// it asks the brokers about such topics (producer.New): a Kafka outage is
-// never counted towards MaxAttempts and no valid task is refused for it
-// (issue 10). The brokers here are kfake's, stopped and started again on
-// the same port.
+// A Kafka outage is never counted towards MaxAttempts and no valid task is
+// refused for it (issue 10), also for a topic missing from the writers'
+// metadata cache: kafka-go answers "unknown topic" for it from the cache
+// (producer.New does not auto-create topics), and the single writer's
+// answers are confirmed by the brokers (confirmed), which answer the dial
+// error. The brokers here are kfake's, stopped and started again on the
+// same port.
 func TestKafkaDownIsNotUnknownTopic(t *testing.T) {
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
 	if err != nil {
@@ -40,7 +44,7 @@ func TestKafkaDownIsNotUnknownTopic(t *testing.T) {
 	cluster.Close() // Kafka goes down
 
 	ix, store := &memIndex{}, payload.NewMemory()
-	s, err := New(Config{Brokers: addrs, MaxAttempts: 2, SingleWriter: single, Registerer: prometheus.NewRegistry()}, ix, store, w)
+	s, err := New(Config{Brokers: addrs, MaxAttempts: 2, SingleWriter: confirmed{Writer: single, brokers: addrs}, Registerer: prometheus.NewRegistry()}, ix, store, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,5 +80,78 @@ func TestKafkaDownIsNotUnknownTopic(t *testing.T) {
 	}
 	if v := value(s.m.delivered); v != 1 {
 		t.Errorf("delivered_total = %v, want 1", v)
+	}
+}
+
+// recorder keeps the messages its writer wrote.
+type recorder struct {
+	Writer
+	mu   sync.Mutex
+	msgs []kafka.Message
+}
+
+func (r *recorder) WriteMessages(ctx context.Context, msgs ...kafka.Message) error {
+	err := r.Writer.WriteMessages(ctx, msgs...)
+	if err == nil {
+		r.mu.Lock()
+		r.msgs = append(r.msgs, msgs...)
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// TestMissingTopicRefusedNotCreated: on brokers that would auto-create
+// topics, a task for a topic that does not exist is not delivered by
+// creating it: after MaxAttempts "unknown topic" answers, confirmed by the
+// brokers, it goes to the failed topic with the reason, and the topic
+// still does not exist.
+func TestMissingTopicRefusedNotCreated(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(),
+		kfake.SeedTopics(1, "orders", topics.Failed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	addrs := cluster.ListenAddrs()
+	w := producer.New(producer.Config{Brokers: addrs})
+	defer w.Close()
+	single := producer.New(producer.Config{Brokers: addrs, BatchSize: 1})
+	defer single.Close()
+	rec := &recorder{Writer: confirmed{Writer: single, brokers: addrs}}
+	ix, store := &memIndex{}, payload.NewMemory()
+	s, err := New(Config{Brokers: addrs, MaxAttempts: 2, SingleWriter: rec, Registerer: prometheus.NewRegistry()}, ix, store, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cfg.Backoff.Base, s.cfg.Backoff.Max = time.Millisecond, 5*time.Millisecond
+	s.policy.Backoff = s.cfg.Backoff
+	now := time.Now()
+	env := &env{t: t, ix: ix, store: store, s: s}
+	env.put("z", []payload.Task{task("ok", "orders", now.UnixMilli()), task("lost", "never-made", now.UnixMilli())})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env.scan(ctx, scantask.Task{Zset: "z", Until: now.UnixMilli()})
+
+	if v := value(s.m.delivered); v != 1 {
+		t.Errorf("delivered_total = %v, want 1", v)
+	}
+	if v := value(s.m.failed); v != 1 {
+		t.Errorf("failed_total = %v, want 1", v)
+	}
+	var reason string
+	for _, m := range rec.msgs {
+		if m.Topic == topics.Failed {
+			for _, h := range m.Headers {
+				if h.Key == payload.HeaderError {
+					reason = string(h.Value)
+				}
+			}
+		}
+	}
+	if !strings.Contains(reason, "Unknown Topic Or Partition") {
+		t.Errorf("failed message reason %q, want the unknown topic", reason)
+	}
+	if missing, err := topics.Missing(ctx, addrs, "never-made"); err != nil || !missing {
+		t.Errorf("never-made: Missing = %v, %v; the scanner created it", missing, err)
 	}
 }

@@ -3,11 +3,9 @@ package scanner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -44,20 +42,9 @@ func (w *worker) load(ctx context.Context, es []entry) ([]*delivery, error) {
 	for i, e := range es {
 		refs[i] = payload.Ref{ID: e.ID, ExecAt: e.ExecAt}
 	}
-	var tasks []*payload.Task
-	err := w.s.stage.Do(ctx, "get", w.s.policy, func(ctx context.Context) error {
-		got, err := w.s.store.Get(ctx, refs)
-		if err != nil {
-			return err
-		}
-		if len(got) != len(refs) {
-			return fmt.Errorf("%w: %d rows for %d refs", ErrStore, len(got), len(refs))
-		}
-		tasks = got
-		return nil
-	})
+	tasks, bad, err := w.get(ctx, refs)
 	if err != nil {
-		return nil, fmt.Errorf("scanner: get %d tasks: %w", len(refs), err)
+		return nil, err
 	}
 	var (
 		ds        []*delivery
@@ -66,6 +53,10 @@ func (w *worker) load(ctx context.Context, es []entry) ([]*delivery, error) {
 	for i, task := range tasks {
 		e := es[i]
 		switch {
+		case bad[i] != nil:
+			d := &delivery{entry: e, task: standIn(e), index: -1}
+			w.s.internal(d, bad[i])
+			ds = append(ds, d)
 		case task == nil:
 			w.s.missing(e)
 			e.settle()
@@ -73,14 +64,7 @@ func (w *worker) load(ctx context.Context, es []entry) ([]*delivery, error) {
 			cancelled++
 			e.settle()
 		default:
-			d := &delivery{entry: e, task: task, msg: payload.Deliverable(*task), index: -1}
-			switch {
-			case task.Topic == "":
-				w.s.redirect(d, "no business topic")
-			case topics.Internal(task.Topic):
-				w.s.redirect(d, "internal topic "+task.Topic)
-			}
-			ds = append(ds, d)
+			ds = append(ds, w.deliveryFor(e, task))
 		}
 	}
 	w.s.m.cancelled.Add(float64(cancelled))

@@ -88,8 +88,19 @@ func (w *worker) recur(ctx context.Context, ds []*delivery) error {
 		if d.failed {
 			continue // refused for good: the series ends on delay-failed
 		}
-		n, ok, err := payload.NextOccurrence(*d.task, w.s.cfg.MaxDelay)
+		var (
+			n   payload.Task
+			ok  bool
+			err error
+			p   *panicked
+		)
+		func() {
+			defer catch(&p)
+			n, ok, err = payload.NextOccurrence(*d.task, w.s.cfg.MaxDelay)
+		}()
 		switch {
+		case p != nil:
+			w.s.internal(d, p)
 		case err != nil:
 			w.s.recurM.ended.WithLabelValues(endInvalid).Inc()
 			w.s.log.Error("recurring task ends: next occurrence not planned", "id", d.task.Name,

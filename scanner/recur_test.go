@@ -143,7 +143,7 @@ func TestRecurringCancelStopsSeries(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newRecurEnv(t)
 			first := time.Now().Add(-10 * time.Second).Truncate(time.Millisecond)
-			r := recurring(t, "r1", first, payload.HeaderEvery, "1s")
+			r := recurring(t, "r1", first, payload.HeaderEvery, "1s", payload.HeaderCount, "1000")
 			e.put("z", []payload.Task{r})
 			cancel := payload.Task{ID: r.ID, Name: r.Name, ExecAt: first.Add(time.Second).UnixMilli(), Cancel: true}
 			if early {
@@ -178,7 +178,7 @@ func TestRecurringCancelByIDStopsSeries(t *testing.T) {
 	e := newRecurEnv(t)
 	ctx := context.Background()
 	first := time.Now().Add(-10 * time.Second).Truncate(time.Millisecond)
-	r := recurring(t, "r1", first, payload.HeaderEvery, "1s")
+	r := recurring(t, "r1", first, payload.HeaderEvery, "1s", payload.HeaderCount, "1000")
 	e.put("z", []payload.Task{r})
 
 	e.scanAll() // occurrence 1, plans 2 and records it in the id row

@@ -123,7 +123,7 @@ func (s *Scanner) Run(ctx context.Context) error {
 	}
 	if s.cfg.SingleWriter == nil {
 		w := producer.New(producer.Config{Brokers: s.cfg.Brokers, BatchSize: 1, Logger: s.log})
-		s.single = w
+		s.single = confirmed{Writer: w, brokers: s.cfg.Brokers}
 		defer func() {
 			if err := w.Close(); err != nil {
 				s.log.Warn("close single writer", "err", err)

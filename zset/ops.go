@@ -19,14 +19,20 @@ func (ix *Index) opKey(id uint64) string {
 	return ix.prefix + ":op:" + strconv.FormatUint(id, 10)
 }
 
-// FlagOps sets the op flag of each id for ttl (SET key 1 EX ttl, pipelined).
-// Ingest flags an id before it writes the op to the id row, and a submit
-// reads the id row only when its id is flagged: a Redis EXISTS instead of
-// an HBase Get on the submit path.
+// MaxFlagTTL caps the TTL of an op flag: a flag always expires (Redis
+// keeps a key given no TTL, or a TTL past its clock's range, forever or
+// refuses it).
+const MaxFlagTTL = 100 * 365 * 24 * time.Hour
+
+// FlagOps sets the op flag of each id for ttl (SET key 1 EX ttl, pipelined),
+// at least a second and at most MaxFlagTTL. Ingest flags an id before it
+// writes the op to the id row, and a submit reads the id row only when its
+// id is flagged: a Redis EXISTS instead of an HBase Get on the submit path.
 func (ix *Index) FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) (err error) {
 	if len(ids) == 0 {
 		return nil
 	}
+	ttl = min(max(ttl, time.Second), MaxFlagTTL)
 	defer ix.metrics.observe("flag_ops", time.Now(), &err)
 	for lo := 0; lo < len(ids); lo += opsChunk {
 		pipe := ix.client.Pipeline()

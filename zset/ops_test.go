@@ -1,6 +1,7 @@
 package zset
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -31,5 +32,27 @@ func TestFlagOps(t *testing.T) {
 	m.FastForward(2 * time.Hour)
 	if got, _ := ix.Flagged(t.Context(), []uint64{0}); got[0] {
 		t.Error("flag outlived its TTL")
+	}
+}
+
+// TestFlagOpsTTLBounded: a flag always expires, also when its TTL comes
+// from a maximum delay near the largest Duration (--max-delay 2562047h)
+// or wrapped to a negative number on its way.
+func TestFlagOpsTTLBounded(t *testing.T) {
+	ix, m, _ := newTestIndex(t, Config{Prefix: "p"})
+	for _, tt := range []struct {
+		ttl, want time.Duration
+	}{
+		{2562047 * time.Hour, MaxFlagTTL},
+		{math.MaxInt64, MaxFlagTTL},
+		{-time.Hour, time.Second},
+		{0, time.Second},
+	} {
+		if err := ix.FlagOps(t.Context(), []uint64{7}, tt.ttl); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.TTL("p:op:7"); got != tt.want {
+			t.Errorf("FlagOps(ttl %v): TTL %v, want %v", tt.ttl, got, tt.want)
+		}
 	}
 }

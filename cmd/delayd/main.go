@@ -59,7 +59,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.HTTP, "http", daemon.DefaultHTTP, "address of /metrics, /healthz and /readyz")
 	fs.DurationVar(&cfg.MaxDelay, "max-delay", payload.DefaultMaxDelay, "longest accepted delay")
 	embedded := fs.Bool("embedded", false, "serve Kafka on --brokers and Redis on --redis in-process, payloads in memory")
-	fs.Var(allow, "allow-topics", "business topics tasks may name, comma-separated (default: any but internal topics)")
+	fs.Var(allow, "allow-topics", "business topics tasks may name, comma-separated: names and prefixes ending in * (default: any but internal topics and names starting with _ or connect-)")
 	fs.IntVar(&cfg.Salts, "salts", hbase.DefaultSalts, "HBase salt buckets (pre-split regions) of a new table")
 	fs.DurationVar(&cfg.Segment, "segment", zset.DefaultSegment, "Redis segment length")
 	fs.IntVar(&cfg.Shards, "shards", zset.DefaultShards, "Redis zsets per segment (shard family 0)")

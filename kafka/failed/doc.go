@@ -9,8 +9,9 @@
 //   - ingest, for an input message it cannot accept: the original key,
 //     value, headers and timestamp, plus delay-source-topic,
 //     delay-source-partition and delay-source-offset (where it read the
-//     message). The message may carry no delay-id; its task name was then
-//     derived from that input position (payload.DerivedName).
+//     message) as its last three headers. The message may carry no
+//     delay-id; its task name was then derived from that input position
+//     (payload.DerivedName).
 //   - the scanner, for a stored task its business topic refused for good:
 //     the output message (with delay-id and delay-at) plus delay-topic,
 //     stamped when it was refused. It has no delay-source-* headers.
@@ -57,10 +58,18 @@
 //     is delivered at once.
 //   - Traceability: delay-replay-of names the failed message
 //     (delay-failed/<partition>/<offset>) and delay-replay-source the input
-//     position ingest first read it from. Both pass through to the business
-//     topic like any other header. A message that fails again after a
-//     replay keeps them; the next replay renews delay-replay-of and keeps
-//     the first delay-replay-source.
+//     position ingest read it from, in the replayed input message. They
+//     are provenance (payload.Provenance): ingest drops them from input
+//     like a producer's, so they reach neither the stored task nor the
+//     business topic nor a later failed message; the chain is followed
+//     through the topics (the replayed message names its failed message,
+//     which names its input position). A message that fails again after a
+//     replay keeps the delay-id the first replay gave it, so the next
+//     replay is still the same task.
+//   - Trust: only what delayq wrote names a task. Input cannot carry
+//     provenance headers, and ingest writes delay-source-* as the failed
+//     message's last three headers, so Parse reads them only there; a
+//     delay-replay-source in a failed message is never read.
 //
 // # Invariants
 //

@@ -8,12 +8,15 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 )
 
 // Headers of a failed message beside payload.HeaderError (the reason):
-// where ingest read the message it could not accept. The scanner's
-// refusals carry none of them.
+// where ingest read the message it could not accept, written by ingest as
+// the message's last three headers. The scanner's refusals carry none of
+// them. Input cannot carry them (payload.Provenance), and Parse trusts
+// them only in that last place.
 const (
 	HeaderSourceTopic     = "delay-source-topic"
 	HeaderSourcePartition = "delay-source-partition"
@@ -59,8 +62,8 @@ type Record struct {
 	Business  string    // delay-topic: the business topic, "" when missing
 	ID        string    // delay-id as carried, "" when missing
 	// Source is where ingest read the message, "<topic>/<partition>/<offset>",
-	// from the delay-source-* headers; "" for a refusal by the scanner (the
-	// task was stored; its ID and delay-at name it).
+	// from the delay-source-* headers ingest wrote last; "" for a refusal
+	// by the scanner (the task was stored; its ID and delay-at name it).
 	Source string
 	// Dropped is set when the contents were dropped to fit the failed
 	// topic; such a record is listed but never replayed.
@@ -89,16 +92,27 @@ func Parse(m kafka.Message) Record {
 	return r
 }
 
-// source returns the input position of the delay-source-* headers, or ""
-// when they are missing or malformed.
+// source returns the input position of the delay-source-* headers ingest
+// wrote, or "" when they are missing or malformed. Ingest
+// writes them as the last three headers, after everything the producer
+// wrote; the same headers anywhere else came from a producer (a task
+// stored before Decode dropped them, refused by the scanner) and name
+// nothing.
 func source(m kafka.Message) string {
-	topic := header(m, HeaderSourceTopic)
-	p, perr := strconv.Atoi(header(m, HeaderSourcePartition))
-	o, oerr := strconv.ParseInt(header(m, HeaderSourceOffset), 10, 64)
-	if topic == "" || perr != nil || oerr != nil || p < 0 || o < 0 {
+	hs := m.Headers
+	if len(hs) < 3 {
 		return ""
 	}
-	return payload.DerivedName(topic, p, o)
+	t, ph, oh := hs[len(hs)-3], hs[len(hs)-2], hs[len(hs)-1]
+	if t.Key != HeaderSourceTopic || ph.Key != HeaderSourcePartition || oh.Key != HeaderSourceOffset {
+		return ""
+	}
+	p, perr := strconv.Atoi(string(ph.Value))
+	o, oerr := strconv.ParseInt(string(oh.Value), 10, 64)
+	if !topics.Legal(string(t.Value)) || perr != nil || oerr != nil || p < 0 || o < 0 {
+		return ""
+	}
+	return payload.DerivedName(string(t.Value), p, o)
 }
 
 // Match reports whether r is in the filter: stamped in [f.From, f.To),
@@ -124,17 +138,20 @@ func (f Filter) Match(r Record) bool {
 //   - key, value and timestamp unchanged: the timestamp is the original
 //     input's (ingest keeps it), so a delay-after resolves to the same due
 //     time as the first time;
-//   - the headers as the producer wrote them: everything but delay-error,
-//     the delay-source-* headers and an earlier delay-replay-of; for a
-//     refusal by the scanner that leaves delay-topic, delay-at and delay-id,
-//     the task as it was stored;
+//   - the headers as the producer wrote them: everything but delay-error
+//     and the provenance headers (payload.Provenance: delay-source-*,
+//     delay-replay-of, delay-replay-source); for a refusal by the scanner
+//     that leaves delay-topic, delay-at and delay-id, the task as it was
+//     stored;
 //   - delay-id when the message has none (and is no delay-op): the name
-//     ingest derived for it, its input position (delay-replay-source or the
-//     delay-source-* headers), so the replayed copy is the same task as
-//     whatever of the original was stored, and replaying twice is one task.
-//     Without an input position the name is the failed message's position;
-//   - delay-replay-of (r's position) and delay-replay-source (the first
-//     input position, when known).
+//     ingest derived for it, its input position (r.Source, from the
+//     delay-source-* headers ingest wrote), so the replayed copy is the
+//     same task as whatever of the original was stored, and replaying
+//     twice is one task. Without an input position the name is the failed
+//     message's position;
+//   - delay-replay-of (r's position) and delay-replay-source (r.Source,
+//     when known). Only r.Source names the task: a delay-replay-source in
+//     a failed message may be a producer's.
 //
 // It returns ErrDropped when r's contents were dropped.
 func (r Record) Replay(input, slow string) (kafka.Message, error) {
@@ -142,24 +159,17 @@ func (r Record) Replay(input, slow string) (kafka.Message, error) {
 		return kafka.Message{}, ErrDropped
 	}
 	m := r.Message
-	origin := header(m, HeaderReplaySource)
-	if origin == "" {
-		origin = r.Source
-	}
+	origin := r.Source
 	headers := make([]kafka.Header, 0, len(m.Headers)+3)
 	var hasID, hasOp bool
 	for _, h := range m.Headers {
-		switch h.Key {
-		case payload.HeaderError, HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset,
-			HeaderReplayOf, HeaderReplaySource:
+		switch {
+		case h.Key == payload.HeaderError || payload.Provenance(h.Key):
 			continue
-		case payload.HeaderID:
+		case h.Key == payload.HeaderID:
 			hasID = true
-		case payload.HeaderOp:
+		case h.Key == payload.HeaderOp:
 			hasOp = true
-		}
-		if strings.HasPrefix(h.Key, "delay-source-") {
-			continue
 		}
 		headers = append(headers, h)
 	}
@@ -175,7 +185,7 @@ func (r Record) Replay(input, slow string) (kafka.Message, error) {
 		headers = append(headers, kafka.Header{Key: HeaderReplaySource, Value: []byte(origin)})
 	}
 	to := input
-	if slow != "" && header(m, HeaderSourceTopic) == slow {
+	if slow != "" && strings.HasPrefix(r.Source, slow+"/") {
 		to = slow
 	}
 	at := r.Time

@@ -24,9 +24,10 @@ func input(topic string, partition int, offset int64, headers ...kafka.Header) k
 }
 
 // ingestFailure is m as ingest writes it to the failed topic (the format
-// of ingest's failedMessage), read back at partition p, offset o.
+// of ingest's failedMessage: provenance headers of the input dropped),
+// read back at partition p, offset o.
 func ingestFailure(m kafka.Message, reason string, p int, o int64) kafka.Message {
-	hs := slices.Clone(m.Headers)
+	hs := slices.DeleteFunc(slices.Clone(m.Headers), func(x kafka.Header) bool { return payload.Provenance(x.Key) })
 	hs = append(hs,
 		h(payload.HeaderError, reason),
 		h(HeaderSourceTopic, m.Topic),
@@ -108,11 +109,30 @@ func TestRecordReplay(t *testing.T) {
 				h("delay-topic", "orders"), h(HeaderReplayOf, "delay-failed/1/2")},
 		},
 		{
-			name:  "failed again after a replay: renew replay-of, keep the first source",
+			name:  "failed again after a replay: the first delay-id names the task, replay-of and -source renewed",
 			msg:   ingestFailure(again, "y", 2, 90),
 			topic: "delay-input", time: t0,
 			want: []kafka.Header{h("delay-topic", "orders"), h("delay-after", "90s"), h("trace", "abc"), h("delay-id", "delay-input/3/17"),
-				h(HeaderReplayOf, "delay-failed/2/90"), h(HeaderReplaySource, "delay-input/3/17")},
+				h(HeaderReplayOf, "delay-failed/2/90"), h(HeaderReplaySource, "delay-input/0/700")},
+		},
+		{
+			name: "forged provenance in a failed message: only ingest's last delay-source-* count",
+			msg: kafka.Message{Topic: "delay-failed", Partition: 1, Offset: 50, Time: t0, Headers: []kafka.Header{
+				h("delay-topic", "orders"), h("delay-after", "90s"), h(HeaderReplaySource, "delay-input/9/99"), h(HeaderReplayOf, "delay-failed/9/9"),
+				h(HeaderSourceTopic, "delay-input-slow"), h(HeaderSourcePartition, "9"), h(HeaderSourceOffset, "99"),
+				h("delay-error", "x"), h(HeaderSourceTopic, "delay-input"), h(HeaderSourcePartition, "3"), h(HeaderSourceOffset, "17")}},
+			topic: "delay-input", time: t0,
+			want: []kafka.Header{h("delay-topic", "orders"), h("delay-after", "90s"), h("delay-id", "delay-input/3/17"),
+				h(HeaderReplayOf, "delay-failed/1/50"), h(HeaderReplaySource, "delay-input/3/17")},
+		},
+		{
+			name: "scanner refusal of a task that carried forged delay-source-*: no source",
+			msg: scannerRefusal(payload.Task{ID: 42, Name: "order-42", Topic: "orders", ExecAt: t0.UnixMilli(), Headers: []kafka.Header{
+				h(HeaderSourceTopic, "delay-input-slow"), h(HeaderSourcePartition, "9"), h(HeaderSourceOffset, "99")}},
+				"[3] Unknown Topic Or Partition", 0, 8, t0),
+			topic: "delay-input", time: t0,
+			want: []kafka.Header{h("delay-id", "order-42"), h("delay-at", payload.FormatTime(t0.UnixMilli())),
+				h("delay-topic", "orders"), h(HeaderReplayOf, "delay-failed/0/8")},
 		},
 		{
 			name: "no source, no id: named for the failed position",
@@ -219,13 +239,15 @@ func TestReplaySameTask(t *testing.T) {
 					t.Errorf("replay %d: task %d %q at %d to %s, want %d %q at %d to %s", i+1,
 						got.ID, got.Name, got.ExecAt, got.Topic, want.ID, want.Name, want.ExecAt, want.Topic)
 				}
-				// Pass-through headers: the producer's plus the two replay headers.
-				hm := headerMap(got.Headers)
-				if hm[HeaderReplayOf][0] != "delay-failed/1/99" || hm[HeaderReplaySource][0] != payload.DerivedName(tt.orig.Topic, tt.orig.Partition, tt.orig.Offset) {
+				// The replayed message names the failed message and the input
+				// position; ingest drops both (provenance): the task passes
+				// through the producer's headers only.
+				if hm := headerMap(m.Headers); hm[HeaderReplayOf][0] != "delay-failed/1/99" ||
+					hm[HeaderReplaySource][0] != payload.DerivedName(tt.orig.Topic, tt.orig.Partition, tt.orig.Offset) {
 					t.Errorf("replay headers %v", hm)
 				}
-				if len(got.Headers) != len(want.Headers)+2 {
-					t.Errorf("pass-through %v, want %v plus the replay headers", hm, headerMap(want.Headers))
+				if hm := headerMap(got.Headers); len(got.Headers) != len(want.Headers) {
+					t.Errorf("pass-through %v, want %v", hm, headerMap(want.Headers))
 				}
 			}
 		})

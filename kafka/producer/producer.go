@@ -23,6 +23,11 @@ type Config struct {
 	// Async makes WriteMessages return without waiting for the brokers;
 	// errors are then only logged. Leave it off wherever delivery matters.
 	Async bool
+	// AutoCreateTopics lets the writer ask the brokers to create a topic
+	// it writes to that does not exist (when the brokers allow it). Off by
+	// default: producers must not create topics with delayq's Kafka
+	// identity by naming them; delayd turns it on in embedded mode only.
+	AutoCreateTopics bool
 	// Logger receives kafka-go's error log; nil discards it.
 	Logger *slog.Logger
 	// ClientID names the writer to the brokers (their request logs, client
@@ -31,9 +36,10 @@ type Config struct {
 }
 
 // New returns a writer that acknowledges with all in-sync replicas,
-// routes messages by a hash of their key, takes the topic from each message
-// and lets the broker auto-create a topic when it allows that. Close it when
-// done.
+// routes messages by a hash of their key and takes the topic from each
+// message. A topic that does not exist is an error (UnknownTopicOrPartition,
+// answered from the writer's metadata cache) unless AutoCreateTopics is set.
+// Close it when done.
 func New(cfg Config) *kafka.Writer {
 	if len(cfg.Brokers) == 0 {
 		cfg.Brokers = []string{topics.DefaultBroker}
@@ -52,7 +58,7 @@ func New(cfg Config) *kafka.Writer {
 		BatchBytes:             cfg.BatchBytes,
 		BatchTimeout:           cfg.BatchTimeout,
 		Async:                  cfg.Async,
-		AllowAutoTopicCreation: true,
+		AllowAutoTopicCreation: cfg.AutoCreateTopics,
 	}
 	if cfg.ClientID != "" {
 		w.Transport = &kafka.Transport{ClientID: cfg.ClientID}

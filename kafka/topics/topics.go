@@ -25,14 +25,70 @@ const (
 	Failed = "delay-failed"     // input that broke the contract
 )
 
-// Internal reports whether topic is a Kafka internal topic (`__*`) or one
-// of delayq's own; tasks are never delivered to such a topic.
+// Internal reports whether topic is a Kafka internal topic (`__*`), one of
+// delayq's own, or a well-known internal topic of the systems that run
+// beside Kafka (Schema Registry's `_schemas`, Confluent's `_confluent-*`,
+// Kafka Connect's `connect-configs`, `connect-offsets`, `connect-status`);
+// tasks are never delivered to such a topic, whatever --allow-topics says.
 func Internal(topic string) bool {
 	switch topic {
-	case Input, Slow, Scan, Failed:
+	case Input, Slow, Scan, Failed, "_schemas", "connect-configs", "connect-offsets", "connect-status":
 		return true
 	}
-	return strings.HasPrefix(topic, "__")
+	return strings.HasPrefix(topic, "__") || strings.HasPrefix(topic, "_confluent-")
+}
+
+// Restricted reports whether topic has a name other systems use for their
+// own topics (`_*`, `connect-*`). The default allow-list (Allow with no
+// patterns) refuses such a topic; a pattern that names it allows it.
+func Restricted(topic string) bool {
+	return strings.HasPrefix(topic, "_") || strings.HasPrefix(topic, "connect-")
+}
+
+// Allow returns the allow-list of --allow-topics: whether tasks may name a
+// business topic. A pattern is an exact name (`orders`) or a prefix ending
+// in `*` (`orders.*`; `*` alone matches every name). Without patterns
+// every topic is allowed but the Restricted ones. Internal topics are
+// never allowed. Check the patterns with CheckPatterns first.
+func Allow(patterns []string) func(string) bool {
+	exact := make(map[string]bool, len(patterns))
+	var prefixes []string
+	for _, p := range patterns {
+		if pre, ok := strings.CutSuffix(p, "*"); ok {
+			prefixes = append(prefixes, pre)
+		} else {
+			exact[p] = true
+		}
+	}
+	return func(topic string) bool {
+		switch {
+		case Internal(topic):
+			return false
+		case len(patterns) == 0:
+			return !Restricted(topic)
+		case exact[topic]:
+			return true
+		}
+		for _, pre := range prefixes {
+			if strings.HasPrefix(topic, pre) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// CheckPatterns reports every pattern of an allow-list (see Allow) that
+// is not a legal topic name, optionally followed by one `*`.
+func CheckPatterns(patterns []string) error {
+	var errs []error
+	for _, p := range patterns {
+		pre, _ := strings.CutSuffix(p, "*")
+		if p != "*" && !Legal(pre) {
+			errs = append(errs, fmt.Errorf("topics: allow pattern %q is not a topic name or a prefix ending in *", p))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Legal applies Kafka's topic name rule: 1 to 249 characters of
@@ -78,6 +134,12 @@ var ErrCreate = errors.New("kafka: create topics")
 // idempotent: a topic that already exists counts as created, whatever its
 // partition count. The request goes to the controller; Ensure returns
 // once the created topics show up in the cluster metadata.
+//
+// It goes through kafka-go's default transport, the one every writer of
+// producer.New shares: the transport refreshes its metadata cache after
+// creating topics, so those writers know the new topics at once. They do
+// not auto-create topics, and would otherwise answer "unknown topic" from
+// their cache until its next refresh (up to 6 s).
 func Ensure(ctx context.Context, brokers []string, specs []Spec) error {
 	if len(specs) == 0 {
 		return nil
@@ -85,9 +147,7 @@ func Ensure(ctx context.Context, brokers []string, specs []Spec) error {
 	if len(brokers) == 0 {
 		return fmt.Errorf("%w: no brokers", ErrCreate)
 	}
-	transport := &kafka.Transport{}
-	defer transport.CloseIdleConnections()
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport, Timeout: 30 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second}
 
 	req := &kafka.CreateTopicsRequest{Topics: make([]kafka.TopicConfig, len(specs))}
 	for i, s := range specs {
@@ -120,4 +180,31 @@ func defaultToBroker(n int) int {
 		return -1
 	}
 	return n
+}
+
+// Missing asks the brokers whether topic exists, never creating it, and
+// reports true when they answer that it does not. It reads fresh metadata
+// over connections of its own: a kafka-go writer that does not auto-create
+// topics answers "unknown topic" from its metadata cache, which keeps the
+// last topics it saw while the brokers are unreachable, so its answer
+// alone cannot tell a missing topic from an outage. An unreachable
+// cluster is an error, never a missing topic.
+func Missing(ctx context.Context, brokers []string, topic string) (bool, error) {
+	transport := &kafka.Transport{}
+	defer transport.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport, Timeout: 10 * time.Second}
+	res, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return false, fmt.Errorf("kafka: metadata of %s: %w", topic, err)
+	}
+	for _, t := range res.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
+			return true, nil
+		}
+		return false, t.Error
+	}
+	return true, nil
 }

@@ -46,7 +46,8 @@ minute past --to, or up to its end when replay started.
 
 Replayed messages stay traceable: delay-replay-of names the failed message
 (delay-failed/<partition>/<offset>), delay-replay-source the input position
-it was first read from; both reach the business topic. A message without
+it was read from; ingest drops both (only delayq writes them, and input
+cannot tell delayq from a producer), so they stay in delay-input. A message without
 delay-id gets the task name ingest had derived for it, so a replay is the
 same task as what was stored of the original, and replaying a range twice
 is one task while it is pending. A task already delivered is delivered
