@@ -143,7 +143,7 @@ func (r *Reader) run() {
 			continue // the fetch waited MaxWait for nothing, or only skipped records
 		}
 		select {
-		case r.responses <- response{msgs: msgs, err: r.cfg.Auth.Explain(err)}:
+		case r.responses <- response{msgs: msgs, err: err}:
 		case <-r.ctx.Done():
 			return
 		}
@@ -165,6 +165,7 @@ func (r *Reader) resolve(which int64) (int64, error) {
 		Topics: map[string][]kafka.OffsetRequest{r.cfg.Topic: {req}}, IsolationLevel: kafka.ReadCommitted,
 	})
 	if err != nil {
+		err = r.cfg.Auth.Diagnose(ctx, r.client, err)
 		return which, fmt.Errorf("committed: %s/%d: list offsets: %w", r.cfg.Topic, r.cfg.Partition, err)
 	}
 	for _, po := range res.Topics[r.cfg.Topic] {
@@ -203,6 +204,7 @@ func (r *Reader) fetch(offset int64) ([]kafka.Message, int64, error) {
 		}},
 	})
 	if err != nil {
+		err = r.cfg.Auth.Diagnose(ctx, r.client, err)
 		return nil, offset, fmt.Errorf("committed: fetch %s/%d at %d: %w", r.cfg.Topic, r.cfg.Partition, offset, err)
 	}
 	res := m.(*fetchAPI.Response)

@@ -103,7 +103,7 @@ func Ensure(ctx context.Context, brokers []string, auth *kafkaauth.Auth, specs [
 	}
 	res, err := client.CreateTopics(ctx, req)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCreate, auth.Explain(err))
+		return fmt.Errorf("%w: %w", ErrCreate, auth.Diagnose(ctx, client, err))
 	}
 	var errs []error
 	for _, s := range specs {
