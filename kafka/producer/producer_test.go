@@ -30,8 +30,8 @@ func TestNew(t *testing.T) {
 	if w.Addr.String() != "127.0.0.1:9092" || w.BatchSize != 1000 {
 		t.Errorf("Addr %v, BatchSize %d", w.Addr, w.BatchSize)
 	}
-	if w.Transport != nil {
-		t.Errorf("Transport %+v without a ClientID, want kafka-go's default", w.Transport)
+	if w.Transport != kafka.DefaultTransport {
+		t.Errorf("Transport %+v without a ClientID, want kafka-go's shared default", w.Transport)
 	}
 	w2 := New(Config{Brokers: []string{"a:1", "b:2"}, BatchSize: 10, BatchTimeout: time.Second, Async: true, ClientID: "delayd/v1.2.3", AutoCreateTopics: true})
 	defer w2.Close()
@@ -64,7 +64,7 @@ func TestNoAutoCreate(t *testing.T) {
 	if !errors.Is(err, kafka.UnknownTopicOrPartition) {
 		t.Fatalf("write to a missing topic: %v, want UnknownTopicOrPartition", err)
 	}
-	if missing, err := topics.Missing(ctx, brokers, "made-up"); err != nil || !missing {
+	if missing, err := topics.Missing(ctx, brokers, nil, "made-up"); err != nil || !missing {
 		t.Fatalf("after the write: Missing = %v, %v; the writer created the topic", missing, err)
 	}
 
@@ -73,7 +73,7 @@ func TestNoAutoCreate(t *testing.T) {
 	if err := auto.WriteMessages(ctx, kafka.Message{Topic: "made-up", Value: []byte("v")}); err != nil {
 		t.Fatalf("AutoCreateTopics: %v", err)
 	}
-	if missing, err := topics.Missing(ctx, brokers, "made-up"); err != nil || missing {
+	if missing, err := topics.Missing(ctx, brokers, nil, "made-up"); err != nil || missing {
 		t.Fatalf("AutoCreateTopics: Missing = %v, %v", missing, err)
 	}
 }
