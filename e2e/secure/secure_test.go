@@ -194,10 +194,12 @@ func TestProducerACLs(t *testing.T) {
 	s := startPrivate(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	topic := "biz-acl-" + strconv.FormatInt(time.Now().UnixNano(), 10)
-	// As a super user on the internal listener: the topics exist.
-	if err := topics.Ensure(ctx, []string{addr(internalPort)}, append(topics.Defaults(0), topics.Spec{Name: topic})); err != nil {
-		t.Fatal(err)
+	// The harness, a super user on the internal listener, creates the
+	// topics; no delayd, no table.
+	e := e2etest.NewEnv(t, e2etest.Stack{Brokers: []string{addr(internalPort)}}, "acl")
+	topic := e.Topic("biz-acl")
+	for _, tp := range []string{topic, topics.Scan, topics.Input} {
+		e.Collect(tp)
 	}
 	visible := func(user, topic string) error {
 		client := &kafka.Client{Addr: kafka.TCP(addr(kafkaPort)), Transport: s.transport(t, user), Timeout: 10 * time.Second}
