@@ -129,24 +129,33 @@ EOF
 secure_redis() { secure_init; }
 
 # secure_acls: the ACLs of delayq and producer, created once with
-# kafka.admin.AclCommand as admin over the SASL_SSL listener.
+# kafka.admin.AclCommand as admin over the SASL_SSL listener, three JVMs at
+# once. --producer is WRITE, DESCRIBE and CREATE on the topics; --consumer
+# is READ and DESCRIBE on the topics and READ on the groups.
 secure_acls() {
-	local d=$SECURE_DIR cp t
+	local d=$SECURE_DIR cp i rc=0 pids=()
 	[[ -f $d/acls.done ]] && return
 	cp=$(classpath kafka)
-	acl() {
-		java -cp "$cp" -Dlog4j.configuration="file:$DATA/kafka/log4j.properties" kafka.admin.AclCommand \
-			--bootstrap-server "127.0.0.1:$KAFKA_PORT" --command-config "$d/admin.properties" --add --force "$@" \
-			>>"$DATA/kafka.acls.log" 2>&1 || { tail -n 30 "$DATA/kafka.acls.log" >&2; die "kafka: creating ACLs failed ($*)"; }
-	}
+	local acls=(
+		"--allow-principal User:delayq --producer --consumer --topic delay-input --topic delay-input-slow --topic delay-scan --topic delay-failed --group delayq-ingest --group delayq-scanner"
+		"--allow-principal User:delayq --producer --resource-pattern-type prefixed --topic $KAFKA_BUSINESS_PREFIX"
+		"--allow-principal User:producer --operation Write --operation Describe --topic delay-input"
+	)
 	log "kafka: creating the ACLs of delayq and producer"
-	local own=()
-	for t in delay-input delay-input-slow delay-scan delay-failed; do own+=(--topic "$t"); done
-	acl --allow-principal User:delayq --operation Read --operation Write --operation Create --operation Describe "${own[@]}"
-	acl --allow-principal User:delayq --operation Read --group delayq-ingest --group delayq-scanner
-	acl --allow-principal User:delayq --operation Write --operation Create --operation Describe \
-		--resource-pattern-type prefixed --topic "$KAFKA_BUSINESS_PREFIX"
-	acl --allow-principal User:producer --operation Write --operation Describe --topic delay-input
+	for i in "${!acls[@]}"; do
+		# shellcheck disable=SC2086 # the words of one command line
+		java -cp "$cp" -Dlog4j.configuration="file:$DATA/kafka/log4j.properties" kafka.admin.AclCommand \
+			--bootstrap-server "127.0.0.1:$KAFKA_PORT" --command-config "$d/admin.properties" --add --force \
+			${acls[i]} >"$DATA/kafka.acls.$i.log" 2>&1 &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do
+		if ! wait "${pids[i]}"; then
+			tail -n 30 "$DATA/kafka.acls.$i.log" >&2
+			rc=1
+		fi
+	done
+	((rc == 0)) || die "kafka: creating ACLs failed (logs: $DATA/kafka.acls.*.log)"
 	touch "$d/acls.done"
 }
 
