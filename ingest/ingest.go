@@ -94,7 +94,7 @@ func New(cfg Config, store Store, ix Index, w Writer) (*Ingester, error) {
 		log:     log,
 		m:       m,
 		stage:   stage,
-		offsets: kafkaOffsets(cfg.Brokers, cfg.CallTimeout),
+		offsets: kafkaOffsets(cfg.Brokers, cfg.Auth, cfg.CallTimeout),
 	}, nil
 }
 
@@ -112,7 +112,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 	defer in.running.Store(false)
 
 	group, err := consumer.NewGroup(consumer.GroupConfig{
-		ID: in.cfg.GroupID, Brokers: in.cfg.Brokers, Topics: []string{in.cfg.Input, in.cfg.Slow}, Logger: in.cfg.Logger,
+		ID: in.cfg.GroupID, Brokers: in.cfg.Brokers, Auth: in.cfg.Auth, Topics: []string{in.cfg.Input, in.cfg.Slow}, Logger: in.cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("ingest: consumer group %s: %w", in.cfg.GroupID, err)
@@ -183,6 +183,7 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 func (in *Ingester) newReader(topic string, partition int, offset int64, prog *progress) (*kafka.Reader, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:       in.cfg.Brokers,
+		Dialer:        in.cfg.Auth.Dialer(0),
 		Topic:         topic,
 		Partition:     partition,
 		MinBytes:      1,

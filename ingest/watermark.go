@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/internal/watermark"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 )
 
 // Marks stores ingest watermarks (zset.Index).
@@ -41,8 +42,8 @@ func (p *progress) readerError() {
 type endOffsets func(ctx context.Context, topic string, partitions []int, first bool) (map[int]int64, error)
 
 // kafkaOffsets is the endOffsets of a kafka-go Client on brokers.
-func kafkaOffsets(brokers []string, timeout time.Duration) endOffsets {
-	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: timeout}
+func kafkaOffsets(brokers []string, auth *kafkaauth.Auth, timeout time.Duration) endOffsets {
+	c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: auth.Transport(), Timeout: timeout}
 	return func(ctx context.Context, topic string, partitions []int, first bool) (map[int]int64, error) {
 		reqs := make([]kafka.OffsetRequest, len(partitions))
 		for i, p := range partitions {

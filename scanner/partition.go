@@ -71,6 +71,7 @@ func (s *Scanner) consume(ctx, gctx context.Context, p *partition, offset int64)
 
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:   s.cfg.Brokers,
+		Dialer:    s.cfg.Auth.Dialer(0),
 		Topic:     s.cfg.Topic,
 		Partition: p.id,
 		MinBytes:  1,

@@ -22,6 +22,7 @@ import (
 	"github.com/delayq/delayq/cmd/internal/logging"
 	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/ingest"
+	"github.com/delayq/delayq/internal/connflags"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
@@ -50,7 +51,10 @@ func run(args []string) error {
 	fs.StringVar(&cfg.RedisUsername, "redis-username", "", "Redis ACL user")
 	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "Redis password (prefer DELAYQ_REDIS_PASSWORD: ps shows flags; never logged)")
 	fs.BoolVar(&cfg.RedisTLS, "redis-tls", false, "connect to Redis with TLS (verified against the system roots)")
+	connflags.RedisTLS(fs, &cfg.RedisTLSCA, &cfg.RedisTLSCert, &cfg.RedisTLSKey)
+	connflags.Kafka(fs, &cfg.Kafka)
 	fs.StringVar(&cfg.HBaseZK, "hbase-zk", hbase.DefaultZK, "HBase ZooKeeper quorum")
+	fs.StringVar(&cfg.HBaseZKRoot, "hbase-zk-root", hbase.DefaultZKRoot, "HBase's znode parent in ZooKeeper (zookeeper.znode.parent)")
 	fs.StringVar(&cfg.Table, "table", hbase.DefaultTable, "HBase table")
 	fs.StringVar(&cfg.Prefix, "prefix", zset.DefaultPrefix, "Redis key prefix")
 	fs.Var(roles, "roles", "roles to run, comma-separated: ingest, dispatcher, scanner, api (the HTTP API; not a default)")

@@ -66,7 +66,7 @@ func (e *Env) Collect(topic string) *Collector {
 	e.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := topics.Ensure(ctx, e.Brokers, []topics.Spec{{Name: topic, Partitions: 4, ReplicationFactor: 1}}); err != nil {
+	if err := topics.Ensure(ctx, e.Brokers, nil, []topics.Spec{{Name: topic, Partitions: 4, ReplicationFactor: 1}}); err != nil {
 		e.T.Fatalf("create %s: %v", topic, err)
 	}
 	ends, err := endOffsets(ctx, e.Brokers, topic)

@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/internal/klog"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 )
 
@@ -49,7 +50,9 @@ const (
 type GroupConfig struct {
 	ID      string
 	Brokers []string // default topics.DefaultBroker
-	Topics  []string
+	// Auth secures the connections (TLS, SASL); nil: plaintext.
+	Auth   *kafkaauth.Auth
+	Topics []string
 	// Logger receives kafka-go's group log (rebalances at INFO, the rest at
 	// WARN); nil discards it.
 	Logger *slog.Logger
@@ -84,6 +87,7 @@ func groupConfig(cfg GroupConfig) kafka.ConsumerGroupConfig {
 	gc := kafka.ConsumerGroupConfig{
 		ID:                     cfg.ID,
 		Brokers:                cfg.Brokers,
+		Dialer:                 cfg.Auth.Dialer(0),
 		Topics:                 cfg.Topics,
 		StartOffset:            kafka.FirstOffset,
 		HeartbeatInterval:      HeartbeatInterval,

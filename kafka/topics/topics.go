@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/kafka/kafkaauth"
 )
 
 // DefaultBroker is the bootstrap address used when a config names no
@@ -77,15 +79,17 @@ var ErrCreate = errors.New("kafka: create topics")
 // Ensure creates the topics in specs that do not exist yet. It is
 // idempotent: a topic that already exists counts as created, whatever its
 // partition count. The request goes to the controller; Ensure returns
-// once the created topics show up in the cluster metadata.
-func Ensure(ctx context.Context, brokers []string, specs []Spec) error {
+// once the created topics show up in the cluster metadata. auth secures
+// the connections (nil: plaintext); a TLS or SASL failure comes back
+// explained (kafkaauth.Error).
+func Ensure(ctx context.Context, brokers []string, auth *kafkaauth.Auth, specs []Spec) error {
 	if len(specs) == 0 {
 		return nil
 	}
 	if len(brokers) == 0 {
 		return fmt.Errorf("%w: no brokers", ErrCreate)
 	}
-	transport := &kafka.Transport{}
+	transport := auth.NewTransport()
 	defer transport.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport, Timeout: 30 * time.Second}
 
@@ -99,7 +103,7 @@ func Ensure(ctx context.Context, brokers []string, specs []Spec) error {
 	}
 	res, err := client.CreateTopics(ctx, req)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCreate, err)
+		return fmt.Errorf("%w: %w", ErrCreate, auth.Explain(err))
 	}
 	var errs []error
 	for _, s := range specs {

@@ -59,7 +59,7 @@ func TestEnsureTopicsFake(t *testing.T) {
 	brokers := c.ListenAddrs()
 	specs := []Spec{{Name: "a", Partitions: 3, ReplicationFactor: 1}, {Name: "b", Partitions: 1, ReplicationFactor: 1}}
 	for i := range 2 {
-		if err := Ensure(ctx, brokers, specs); err != nil {
+		if err := Ensure(ctx, brokers, nil, specs); err != nil {
 			t.Fatalf("Ensure call %d: %v", i+1, err)
 		}
 	}
@@ -79,7 +79,7 @@ func TestEnsureTopicsFake(t *testing.T) {
 	if count["a"] != 3 || count["b"] != 1 {
 		t.Fatalf("partitions = %v, want a:3 b:1", count)
 	}
-	if err := Ensure(ctx, nil, specs); !errors.Is(err, ErrCreate) {
+	if err := Ensure(ctx, nil, nil, specs); !errors.Is(err, ErrCreate) {
 		t.Fatalf("Ensure without brokers = %v", err)
 	}
 }
