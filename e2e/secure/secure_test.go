@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -113,13 +114,14 @@ func TestAuthFailures(t *testing.T) {
 	e, s := stack(t)
 	topic := e.Topic("biz-auth")
 	failed := e.Collect(topics.Failed)
+	e.Collect(topics.Input) // no delayd creates it here
 	other := otherCA(t)
 
 	cases := []struct {
 		name     string
 		password string
 		args     []string
-		want     string // in delayd's log, at least twice (it retries)
+		want     string // in delayd's log and on /readyz
 	}{
 		{"wrong password", "wrong-" + s.password(t, "delayq"),
 			append(s.kafkaFlags("delayq"), s.redisFlags()...),
@@ -150,25 +152,30 @@ func TestAuthFailures(t *testing.T) {
 			defer wg.Done()
 			f := procs[i]
 			deadline := time.Now().Add(45 * time.Second)
-			for time.Now().Before(deadline) && strings.Count(f.logs(), c.want) < 2 {
+			for time.Now().Before(deadline) && cause(f.logs(), c.want) == "" {
 				time.Sleep(500 * time.Millisecond)
 			}
-			logs := f.logs()
-			if n := strings.Count(logs, c.want); n < 2 {
-				t.Errorf("%s: %q in delayd's log %d times, want it at least twice (one line per retry)", c.name, c.want, n)
+			if err := cause(f.logs(), c.want); err == "" {
+				t.Errorf("%s: no error with %q in delayd's log", c.name, c.want)
+			} else {
+				t.Logf("%s: delayd logs %q", c.name, err)
+			}
+			// It keeps retrying (the stall is logged once; the retries
+			// are counted) and is not ready, saying why.
+			before := retries(t, f)
+			time.Sleep(4 * time.Second)
+			if after := retries(t, f); after <= before {
+				t.Errorf("%s: delayq_stage_retries_total %v, then %v 4 s later: delayd does not retry", c.name, before, after)
 			}
 			select {
 			case <-f.done:
 				t.Errorf("%s: delayd exited; it must keep retrying", c.name)
 			default:
 			}
-			if resp, err := http.Get("http://" + f.http + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					t.Errorf("%s: /readyz answers 200", c.name)
-				}
+			code, body := get(t, "http://"+f.http+"/readyz")
+			if code == http.StatusOK || !strings.Contains(body, c.want) {
+				t.Errorf("%s: /readyz answers %d %q, want 503 naming %q", c.name, code, body, c.want)
 			}
-			t.Logf("%s: %s", c.name, firstLine(logs, c.want))
 		}()
 	}
 	wg.Wait()
@@ -267,10 +274,40 @@ func failedOf(c *e2etest.Collector, seq string) []kafka.Message {
 	return ms
 }
 
-func firstLine(logs, substr string) string {
+// get returns the status and body of a GET of url.
+func get(t *testing.T, url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// retries sums delayq_stage_retries_total over every stage and operation
+// of f's /metrics.
+func retries(t *testing.T, f *failing) float64 {
+	_, body := get(t, "http://"+f.http+"/metrics")
+	sum := 0.0
+	for line := range strings.Lines(body) {
+		if rest, ok := strings.CutPrefix(line, "delayq_stage_retries_total{"); ok {
+			_, v, _ := strings.Cut(rest, "} ")
+			n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			sum += n
+		}
+	}
+	return sum
+}
+
+// cause returns the err of the first entry of delayd's own (JSON) log
+// whose err contains substr, or "".
+func cause(logs, substr string) string {
 	for line := range strings.Lines(logs) {
-		if strings.Contains(line, substr) {
-			return strings.TrimSpace(line)
+		var entry struct{ Err string }
+		if json.Unmarshal([]byte(line), &entry) == nil && strings.Contains(entry.Err, substr) {
+			return entry.Err
 		}
 	}
 	return ""
