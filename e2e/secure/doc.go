@@ -22,6 +22,10 @@
 // duplicates), delayctl submit/inspect/backlog/cancel/replay and the Go
 // client, the one-line errors of a wrong password, an unknown CA and a
 // missing Redis client certificate (delayd retries, nothing reaches
-// delay-failed), and the producer user's refused reads and writes. Under
-// CI=true a stack that does not start fails the tests.
+// delay-failed), and the producer user's refused reads and writes.
+//
+// The package takes about 3 minutes, a minute or so of it starting the
+// stack (JVMs, then the ACLs with kafka.admin.AclCommand). With -short
+// (outside CI) it is skipped; under CI=true a stack that does not start
+// fails the tests.
 package secure

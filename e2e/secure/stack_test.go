@@ -81,10 +81,14 @@ func stack(t *testing.T) (*e2etest.Env, secured) {
 	return e2etest.NewEnv(t, e2etest.Stack{Brokers: []string{addr(internalPort)}, ZK: zk}, "sec"), s
 }
 
-// startPrivate starts the private stack on first use. A stack that does
-// not start fails the test under CI=true and skips it otherwise.
+// startPrivate starts the private stack on first use. With -short outside
+// CI the test is skipped; a stack that does not start fails the test under
+// CI=true and skips it otherwise.
 func startPrivate(t *testing.T) secured {
 	t.Helper()
+	if testing.Short() && !stacktest.CI() {
+		t.Skip("-short: the secure tests start a Kafka and a Redis of their own")
+	}
 	if err := private.Start(); err != nil {
 		if stacktest.CI() {
 			t.Fatalf("private secured stack did not start (CI=true, integration tests never skip): %v", err)
