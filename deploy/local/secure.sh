@@ -83,6 +83,7 @@ DELAYQ_KAFKA_SASL=scram-sha-512
 DELAYQ_KAFKA_SASL_USER=delayq
 DELAYQ_KAFKA_SASL_PASSWORD=$(secure_password delayq)
 DELAYQ_REDIS=127.0.0.1:$REDIS_PORT
+DELAYQ_HBASE_ZK=127.0.0.1:$HBASE_ZK_PORT
 DELAYQ_REDIS_TLS=true
 DELAYQ_REDIS_TLS_CA=$d/ca.pem
 DELAYQ_REDIS_TLS_CERT=$d/client.pem
@@ -172,7 +173,7 @@ stack: a delayd as user delayq (the documented ACLs; business topics $KAFKA_BUSI
     --brokers 127.0.0.1:$KAFKA_PORT --kafka-tls --kafka-tls-ca $d/ca.pem \\
     --kafka-sasl scram-sha-512 --kafka-sasl-user delayq \\
     --redis 127.0.0.1:$REDIS_PORT --redis-tls --redis-tls-ca $d/ca.pem \\
-    --redis-tls-cert $d/client.pem --redis-tls-key $d/client.key
+    --redis-tls-cert $d/client.pem --redis-tls-key $d/client.key --hbase-zk 127.0.0.1:$HBASE_ZK_PORT
 stack: or all of it from the environment: set -a; . $d/delayd.env; set +a
 stack: Kafka tools as admin: --command-config $d/admin.properties
 EOF

@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/scram"
@@ -54,6 +53,9 @@ var private = &e2etest.PrivateStack{Name: "e2e-secure", Services: []string{"kafk
 
 func TestMain(m *testing.M) {
 	code := e2etest.Main(m)
+	if ctlBin != "" {
+		os.RemoveAll(filepath.Dir(ctlBin))
+	}
 	if err := private.Teardown(); err != nil {
 		fmt.Fprintln(os.Stderr, "secure: removing the private stack:", err)
 	}
@@ -178,20 +180,6 @@ func otherCA(t testing.TB) string {
 	return path
 }
 
-// redis returns a client of the private Redis with mutual TLS.
-func (s secured) redis(t testing.TB) *redis.Client {
-	t.Helper()
-	cfg := s.tlsConfig(t)
-	cert, err := tls.LoadX509KeyPair(s.file("client.pem"), s.file("client.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Certificates = []tls.Certificate{cert}
-	rdb := redis.NewClient(&redis.Options{Addr: addr(redisPort), TLSConfig: cfg})
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
 // produce writes input messages to delay-input over SASL_SSL as user,
 // like any outside producer, and fails the test on an error.
 func (s secured) produce(t testing.TB, user string, msgs []kafka.Message) {
@@ -231,8 +219,8 @@ type failing struct {
 }
 
 // startFailing runs delayd with the Env's table and prefix, args and the
-// Kafka password password, without waiting for /readyz; it is killed when
-// the test ends.
+// Kafka password password, without waiting for /readyz; it is stopped
+// when the test ends.
 func startFailing(t *testing.T, e *e2etest.Env, password string, args ...string) *failing {
 	t.Helper()
 	f := &failing{http: e2etest.FreePort(t), log: filepath.Join(t.TempDir(), "delayd.log"), done: make(chan struct{})}
