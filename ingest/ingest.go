@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/internal/retry"
+	"github.com/delayq/delayq/kafka/committed"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
@@ -147,7 +148,7 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 		for _, a := range gen.Assignments[topic] {
 			prog := &progress{}
 			prog.next.Store(a.Offset)
-			r, err := in.newReader(topic, a.ID, a.Offset, prog)
+			r, err := in.newReader(topic, a.ID, a.Offset)
 			if err != nil {
 				// Unreachable for a fresh reader without a group; without a
 				// position nothing can be read, so sit the generation out.
@@ -177,33 +178,21 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 	return err
 }
 
-// newReader returns a reader of one partition positioned at offset (a
-// committed offset, or kafka.FirstOffset), its queue as deep as a batch
-// but at most maxQueue messages.
-func (in *Ingester) newReader(topic string, partition int, offset int64, prog *progress) (*kafka.Reader, error) {
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:       in.cfg.Brokers,
-		Dialer:        in.cfg.Auth.Dialer(0),
-		Topic:         topic,
-		Partition:     partition,
-		MinBytes:      1,
-		MaxBytes:      16 << 20, // room for input of payload's MaxPayload and more
-		MaxWait:       fetchMaxWait,
-		QueueCapacity: min(in.cfg.BatchSize, maxQueue),
-		ErrorLogger:   kafka.LoggerFunc(func(string, ...any) { prog.readerError() }),
+// newReader returns a read-committed reader of one partition positioned
+// at offset (a committed offset, or kafka.FirstOffset): records of aborted
+// transactions and transaction markers never reach ingest (package
+// kafka/committed says why kafka-go's Reader cannot do that).
+func (in *Ingester) newReader(topic string, partition int, offset int64) (fetcher, error) {
+	r, err := committed.NewReader(committed.Config{
+		Brokers: in.cfg.Brokers, Auth: in.cfg.Auth, Topic: topic, Partition: partition, Offset: offset,
+		MaxBytes: 16 << 20, // room for input of payload's MaxPayload and more
+		MaxWait:  fetchMaxWait,
 	})
-	if err := r.SetOffset(offset); err != nil {
-		_ = r.Close()
-		return nil, fmt.Errorf("ingest: %s/%d: set offset %d: %w", topic, partition, offset, err)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %s/%d: %w", topic, partition, err)
 	}
 	return r, nil
 }
-
-// maxQueue caps a partition reader's queue of fetched messages, which
-// kafka-go keeps full: with payloads of up to payload.DefaultMaxPayload
-// (1 MiB) a queue of BatchSize (4000) could hold 4 GiB a partition. A
-// batch fills from the queue while the reader refills it.
-const maxQueue = 1000
 
 // fetchMaxWait is how long a partition reader's fetch waits on the broker
 // for new input.
