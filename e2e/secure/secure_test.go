@@ -53,7 +53,8 @@ func TestPipeline(t *testing.T) {
 }
 
 // TestDelayctl: delayctl submit, inspect, backlog, cancel and replay as
-// user delayq over SASL_SSL with SCRAM-SHA-512 and Redis over mutual TLS.
+// user delayq over SASL_SSL with SCRAM-SHA-512 and Redis over mutual TLS;
+// a task for a topic delayq may not write lands in delay-failed.
 func TestDelayctl(t *testing.T) {
 	e, s := stack(t)
 	topic := e.Topic("biz-ctl")
@@ -102,6 +103,21 @@ func TestDelayctl(t *testing.T) {
 
 	if n := delivered(out, "ctl-soon"); n != 1 {
 		t.Errorf("ctl-soon delivered %d times, want once", n)
+	}
+
+	// A business topic outside delayq's ACLs (no biz- prefix): Kafka
+	// refuses the delivery, and the task lands in delay-failed saying so.
+	denied := "denied-" + e.Run
+	ctl.ok("submit", "--topic", denied, "--after", "1s", "--id", "ctl-denied", "x")
+	e2etest.WaitFor(t, 30*time.Second, "ctl-denied in delay-failed", func() bool { return delivered(failed, "ctl-denied") == 1 })
+	for _, g := range failed.Snapshot() {
+		if e2etest.Header(g.Msg, "delay-id") == "ctl-denied" {
+			if reason := e2etest.Header(g.Msg, "delay-error"); !strings.Contains(reason, "Authorization") {
+				t.Errorf("ctl-denied in delay-failed with delay-error %q, want the topic authorization failure", reason)
+			} else {
+				t.Logf("ctl-denied in delay-failed: %s", reason)
+			}
+		}
 	}
 }
 
