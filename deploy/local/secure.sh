@@ -22,9 +22,9 @@
 # admin (super user), delayq (only the ACLs delayd needs, see README
 # "Connecting to a secured Kafka and Redis") and producer (writes
 # delay-input, nothing else). The ACLs are created with kafka.admin.AclCommand
-# as admin once the broker first answers. delayq may write (and create)
-# business topics whose names start with KAFKA_BUSINESS_PREFIX (biz-); a
-# task for another topic goes to delay-failed (topic authorization failed).
+# as admin once the broker first answers. delayq may write business
+# topics whose names start with KAFKA_BUSINESS_PREFIX (biz-); a task for
+# another topic goes to delay-failed with Kafka's refusal.
 
 SECURE_DIR=$DATA/secure
 KAFKA_INTERNAL_PORT=${KAFKA_INTERNAL_PORT:-$((KAFKA_PORT + 2))}
@@ -139,7 +139,7 @@ secure_acls() {
 	cp=$(classpath kafka)
 	local acls=(
 		"--allow-principal User:delayq --producer --consumer --topic delay-input --topic delay-input-slow --topic delay-scan --topic delay-failed --group delayq-ingest --group delayq-scanner"
-		"--allow-principal User:delayq --producer --resource-pattern-type prefixed --topic $KAFKA_BUSINESS_PREFIX"
+		"--allow-principal User:delayq --operation Write --operation Describe --resource-pattern-type prefixed --topic $KAFKA_BUSINESS_PREFIX"
 		"--allow-principal User:producer --operation Write --operation Describe --topic delay-input"
 	)
 	log "kafka: creating the ACLs of delayq and producer"
