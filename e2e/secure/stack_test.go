@@ -2,15 +2,9 @@ package secure
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,30 +148,6 @@ func (s secured) mechanism(t testing.TB, user string) sasl.Mechanism {
 func (s secured) transport(t testing.TB, user string) *kafka.Transport {
 	t.Helper()
 	return &kafka.Transport{TLS: s.tlsConfig(t), SASL: s.mechanism(t, user)}
-}
-
-// otherCA writes the certificate of a CA that signed nothing of the
-// stack's and returns its path.
-func otherCA(t testing.TB) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "not the stack's CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "other-ca.pem")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // produce writes input messages to delay-input over SASL_SSL as user,
