@@ -59,7 +59,7 @@ func kafkaOffsets(brokers []string, auth *kafkaauth.Auth, timeout time.Duration)
 		}
 		res, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}, IsolationLevel: iso})
 		if err != nil {
-			return nil, fmt.Errorf("ingest: list offsets of %s: %w", topic, err)
+			return nil, fmt.Errorf("ingest: list offsets of %s: %w", topic, auth.Diagnose(ctx, c, err))
 		}
 		out := make(map[int]int64, len(partitions))
 		for _, po := range res.Topics[topic] {

@@ -23,6 +23,10 @@ const (
 	DefaultMaxWait  = 500 * time.Millisecond
 	// retryPause is the wait before the fetch after a failed one.
 	retryPause = 250 * time.Millisecond
+	// chunk is the most records handed to FetchMessage at once: a
+	// response's records go in chunks, so the Reader holds a chunk ahead
+	// of its caller, not a whole response.
+	chunk = 1000
 )
 
 // Config says what a Reader reads.
@@ -130,29 +134,29 @@ func (r *Reader) run() {
 	defer close(r.done)
 	offset := r.cfg.Offset
 	for r.ctx.Err() == nil {
-		var (
-			msgs []kafka.Message
-			err  error
-		)
+		var err error
 		if offset < 0 {
 			offset, err = r.resolve(offset)
 		} else {
-			msgs, offset, err = r.fetch(offset)
+			offset, err = r.fetch(offset)
 		}
-		if err == nil && len(msgs) == 0 {
-			continue // the fetch waited MaxWait for nothing, or only skipped records
+		if err == nil || !r.send(response{err: err}) {
+			continue
 		}
 		select {
-		case r.responses <- response{msgs: msgs, err: r.cfg.Auth.Explain(err)}:
+		case <-time.After(retryPause):
 		case <-r.ctx.Done():
-			return
 		}
-		if err != nil {
-			select {
-			case <-time.After(retryPause):
-			case <-r.ctx.Done():
-			}
-		}
+	}
+}
+
+// send hands res to FetchMessage; false when the Reader was closed first.
+func (r *Reader) send(res response) bool {
+	select {
+	case r.responses <- res:
+		return true
+	case <-r.ctx.Done():
+		return false
 	}
 }
 
@@ -165,6 +169,7 @@ func (r *Reader) resolve(which int64) (int64, error) {
 		Topics: map[string][]kafka.OffsetRequest{r.cfg.Topic: {req}}, IsolationLevel: kafka.ReadCommitted,
 	})
 	if err != nil {
+		err = r.cfg.Auth.Diagnose(ctx, r.client, err)
 		return which, fmt.Errorf("committed: %s/%d: list offsets: %w", r.cfg.Topic, r.cfg.Partition, err)
 	}
 	for _, po := range res.Topics[r.cfg.Topic] {
@@ -181,9 +186,10 @@ func (r *Reader) resolve(which int64) (int64, error) {
 	return which, fmt.Errorf("committed: %s/%d: list offsets: no answer", r.cfg.Topic, r.cfg.Partition)
 }
 
-// fetch sends one read-committed Fetch from offset and returns the records
-// to deliver and the offset after everything the response held.
-func (r *Reader) fetch(offset int64) ([]kafka.Message, int64, error) {
+// fetch sends one read-committed Fetch from offset, hands the records to
+// deliver to FetchMessage in chunks, and returns the offset after
+// everything the response held (after what it handed over, on an error).
+func (r *Reader) fetch(offset int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.cfg.MaxWait+30*time.Second)
 	defer cancel()
 	m, err := r.cfg.Auth.Transport().RoundTrip(ctx, r.client.Addr, &fetchAPI.Request{
@@ -203,45 +209,62 @@ func (r *Reader) fetch(offset int64) ([]kafka.Message, int64, error) {
 		}},
 	})
 	if err != nil {
-		return nil, offset, fmt.Errorf("committed: fetch %s/%d at %d: %w", r.cfg.Topic, r.cfg.Partition, offset, err)
+		err = r.cfg.Auth.Diagnose(ctx, r.client, err)
+		return offset, fmt.Errorf("committed: fetch %s/%d at %d: %w", r.cfg.Topic, r.cfg.Partition, offset, err)
 	}
 	res := m.(*fetchAPI.Response)
 	if res.ErrorCode != 0 {
-		return nil, offset, fmt.Errorf("committed: fetch %s/%d at %d: %w", r.cfg.Topic, r.cfg.Partition, offset, kafka.Error(res.ErrorCode))
+		return offset, fmt.Errorf("committed: fetch %s/%d at %d: %w", r.cfg.Topic, r.cfg.Partition, offset, kafka.Error(res.ErrorCode))
 	}
 	if len(res.Topics) != 1 || len(res.Topics[0].Partitions) != 1 {
-		return nil, offset, fmt.Errorf("committed: fetch %s/%d at %d: no answer for the partition", r.cfg.Topic, r.cfg.Partition, offset)
+		return offset, fmt.Errorf("committed: fetch %s/%d at %d: no answer for the partition", r.cfg.Topic, r.cfg.Partition, offset)
 	}
 	p := &res.Topics[0].Partitions[0]
 	if p.ErrorCode != 0 {
 		err := kafka.Error(p.ErrorCode)
 		if errors.Is(err, kafka.OffsetOutOfRange) && offset < p.LogStartOffset {
 			// Retention deleted what was not read yet: go on from the start.
-			return nil, p.LogStartOffset, fmt.Errorf("committed: %s/%d: offset %d was deleted, going on from %d: %w",
+			return p.LogStartOffset, fmt.Errorf("committed: %s/%d: offset %d was deleted, going on from %d: %w",
 				r.cfg.Topic, r.cfg.Partition, offset, p.LogStartOffset, err)
 		}
-		return nil, offset, fmt.Errorf("committed: fetch %s/%d at %d: %w", r.cfg.Topic, r.cfg.Partition, offset, err)
+		return offset, fmt.Errorf("committed: fetch %s/%d at %d: %w", r.cfg.Topic, r.cfg.Partition, offset, err)
 	}
-	msgs, next, err := filter(p, r.cfg.Topic, offset)
+	var (
+		out     = make([]kafka.Message, 0, chunk)
+		handed  = offset // after the last record handed over
+		stopped bool
+	)
+	next, err := filter(p, r.cfg.Topic, offset, func(m kafka.Message) bool {
+		out = append(out, m)
+		if len(out) == chunk {
+			if stopped = !r.send(response{msgs: out}); stopped {
+				return false
+			}
+			handed, out = m.Offset+1, make([]kafka.Message, 0, chunk)
+		}
+		return true
+	})
+	if len(out) > 0 && !stopped && err == nil && r.send(response{msgs: out}) {
+		handed = out[len(out)-1].Offset + 1
+	}
 	if err != nil {
-		return nil, offset, fmt.Errorf("committed: %s/%d at %d: %w", r.cfg.Topic, r.cfg.Partition, offset, err)
+		return handed, fmt.Errorf("committed: %s/%d at %d: %w", r.cfg.Topic, r.cfg.Partition, handed, err)
 	}
-	return msgs, next, nil
+	return next, nil
 }
 
-// filter returns the records of p at or after offset that a
-// read-committed consumer delivers, and the offset after the last record
-// p held (delivered or not).
-func filter(p *fetchAPI.ResponsePartition, topic string, offset int64) ([]kafka.Message, int64, error) {
+// filter calls emit with each record of p at or after offset that a
+// read-committed consumer delivers, in order, until emit returns false,
+// and returns the offset after the last record p held (delivered or not).
+func filter(p *fetchAPI.ResponsePartition, topic string, offset int64, emit func(kafka.Message) bool) (int64, error) {
 	stream, ok := p.RecordSet.Records.(*protocol.RecordStream)
 	if !ok || stream == nil {
-		return nil, offset, nil
+		return offset, nil
 	}
 	aborted := slices.Clone(p.AbortedTransactions)
 	slices.SortFunc(aborted, func(a, b fetchAPI.ResponseTransaction) int { return int(a.FirstOffset - b.FirstOffset) })
 	abortedBy := map[int64]bool{} // producers inside an aborted transaction
 	next := offset
-	var out []kafka.Message
 	for _, batch := range stream.Records {
 		deliver := true
 		switch b := batch.(type) {
@@ -253,7 +276,7 @@ func filter(p *fetchAPI.ResponsePartition, topic string, offset int64) ([]kafka.
 					break
 				}
 				if err != nil {
-					return nil, offset, fmt.Errorf("control batch at %d: %w", b.BaseOffset, err)
+					return offset, fmt.Errorf("control batch at %d: %w", b.BaseOffset, err)
 				}
 				next = max(next, cr.Offset+1)
 				if cr.Type == 0 { // abort marker: the producer's aborted transaction ends
@@ -274,7 +297,7 @@ func filter(p *fetchAPI.ResponsePartition, topic string, offset int64) ([]kafka.
 				break
 			}
 			if err != nil {
-				return nil, offset, fmt.Errorf("record after %d: %w", next-1, err)
+				return offset, fmt.Errorf("record after %d: %w", next-1, err)
 			}
 			next = max(next, rec.Offset+1)
 			if !deliver || rec.Offset < offset {
@@ -283,12 +306,14 @@ func filter(p *fetchAPI.ResponsePartition, topic string, offset int64) ([]kafka.
 			}
 			m, err := message(rec, topic, int(p.Partition), p.HighWatermark)
 			if err != nil {
-				return nil, offset, err
+				return offset, err
 			}
-			out = append(out, m)
+			if !emit(m) {
+				return next, nil
+			}
 		}
 	}
-	return out, next, nil
+	return next, nil
 }
 
 // message copies rec into a kafka.Message.

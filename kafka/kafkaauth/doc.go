@@ -7,9 +7,9 @@
 // The --kafka-tls* and --kafka-sasl* flags fill a Config; Config.Load
 // reads its files once and returns an Auth, which every caller asks for
 // what kafka-go needs: Auth.Transport for a kafka.Client or kafka.Writer,
-// Auth.Dialer for a kafka.Reader, a consumer group or a kafka.Conn. The
-// zero Auth is a plaintext connection, so a caller that was given none
-// connects as before.
+// Auth.Dialer for a kafka.Reader, a consumer group or a kafka.Conn. A nil
+// *Auth is a plaintext connection (kafka-go's default transport), so a
+// caller that was given none connects as before.
 //
 // # Failures
 //
@@ -20,8 +20,16 @@
 // wrappings deep. Auth.Explain turns those into one line that names the
 // cause ("kafka: SASL authentication failed for user \"x\"", "kafka: TLS
 // handshake: certificate signed by unknown authority") and keeps the
-// original error wrapped. None of them is a reason to give up: delayd
-// keeps retrying, as for any outage, and says why on /readyz.
+// original error wrapped. A kafka-go transport that never got the
+// cluster's metadata answers every other request with BrokerNotAvailable;
+// Auth.Diagnose asks for the metadata to find the cause behind it. None of
+// them is a reason to give up: delayd keeps retrying, as for any outage,
+// and says why on /readyz.
+//
+// A broker may also close the connection instead of answering a refused
+// login (kfake does; Apache Kafka answers SASL_AUTHENTICATION_FAILED
+// first), or because the client's TLS or SASL does not match its
+// listener: Explain turns such an EOF into a line that says both.
 //
 // # Secrets
 //

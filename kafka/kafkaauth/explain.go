@@ -1,6 +1,7 @@
 package kafkaauth
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -35,6 +36,26 @@ func (a *Auth) Explain(err error) error {
 	}
 	if cause := a.cause(err); cause != "" {
 		return &Error{Cause: cause, Err: err}
+	}
+	return err
+}
+
+// Diagnose is Explain for the error of a request c sent through a's
+// transport. The transport answers any request but Metadata with
+// BrokerNotAvailable while it never got the cluster's metadata, which
+// hides why (a refused login, a failed TLS handshake): for an error
+// Explain does not recognize, Diagnose asks c for the metadata and
+// returns that error when Explain recognizes it, else err.
+func (a *Auth) Diagnose(ctx context.Context, c *kafka.Client, err error) error {
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	if e := a.Explain(err); e != err {
+		return e
+	}
+	_, merr := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{}})
+	if e := a.Explain(merr); e != merr {
+		return e
 	}
 	return err
 }

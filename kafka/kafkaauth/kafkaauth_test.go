@@ -156,16 +156,20 @@ func TestExplain(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			defer a.Close()
-			_, terr := (&kafka.Client{Addr: kafka.TCP(tt.addr), Transport: a.Transport()}).Metadata(ctx, &kafka.MetadataRequest{})
+			client := &kafka.Client{Addr: kafka.TCP(tt.addr), Transport: a.Transport()}
+			_, terr := client.Metadata(ctx, &kafka.MetadataRequest{})
+			// Any other request answers BrokerNotAvailable: Diagnose finds why.
+			_, aerr := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "t2", NumPartitions: 1, ReplicationFactor: 1}}})
+			aerr = a.Diagnose(ctx, client, aerr)
 			conn, derr := a.Dialer(5*time.Second).DialContext(ctx, "tcp", tt.addr)
 			if derr == nil {
 				_, derr = conn.ApiVersions()
 				conn.Close()
 			}
-			for via, err := range map[string]error{"transport": terr, "dialer": derr} {
+			for via, err := range map[string]error{"transport": terr, "admin": aerr, "dialer": derr} {
 				err = a.Explain(err)
 				want := tt.want
-				if via == "transport" && strings.HasPrefix(want, "kafka: SASL authentication failed") {
+				if via != "dialer" && strings.HasPrefix(want, "kafka: SASL authentication failed") {
 					// kfake closes the connection on a refused login, which
 					// the Transport reports as an unexpected EOF (the Dialer
 					// turns an EOF into SASLAuthenticationFailed); Apache

@@ -103,14 +103,7 @@ func Ensure(ctx context.Context, brokers []string, auth *kafkaauth.Auth, specs [
 	}
 	res, err := client.CreateTopics(ctx, req)
 	if err != nil {
-		// kafka-go's transport answers Broker Not Available to a request
-		// for the controller when it could not connect at all; its
-		// metadata request returns the connection's own error (a refused
-		// login, a certificate that does not verify).
-		if _, merr := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{}}); merr != nil {
-			err = merr
-		}
-		return fmt.Errorf("%w: %w", ErrCreate, auth.Explain(err))
+		return fmt.Errorf("%w: %w", ErrCreate, auth.Diagnose(ctx, client, err))
 	}
 	var errs []error
 	for _, s := range specs {
