@@ -36,7 +36,8 @@ unit:
 # again when it started it, whatever the outcome. e2e/fault, the longest
 # package (~11 min, within the 30 min timeout), starts and removes a second,
 # private stack of its own on other ports (heaps 384m + 768m) and takes its
-# services away; the shared stack is never touched.
+# services away; the shared stack is never touched. e2e/secure (~3 min)
+# starts a private SECURE=1 Kafka and Redis (29292-29294, 26379) the same way.
 test:
 	@deploy/local/tools
 	@mkdir -p .local

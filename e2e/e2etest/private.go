@@ -112,6 +112,10 @@ func (p *PrivateStack) Teardown() error {
 
 func (p *PrivateStack) dataDir() string { return filepath.Join(p.root, ".local", p.Name) }
 
+// Dir returns the stack's data directory (DELAYQ_LOCAL_DIR) once Start
+// has run.
+func (p *PrivateStack) Dir() string { return p.dataDir() }
+
 func (p *PrivateStack) env() []string {
 	return append(append(os.Environ(), p.Env...), "DELAYQ_LOCAL_DIR="+p.dataDir())
 }
