@@ -92,14 +92,15 @@ func TestDelayctl(t *testing.T) {
 
 	// replay: a task without a due time lands in delay-failed; replay
 	// reads it there and writes it back to delay-input, where ingest
-	// refuses it again, now with delay-replay-of.
+	// refuses it again, from a new input position (input carries no
+	// provenance headers: ingest drops delay-replay-* on the way in).
 	seq := e.Seq("bad")
 	s.produce(t, "producer", []kafka.Message{e2etest.MalformedMessage(seq, []kafka.Header{{Key: "delay-topic", Value: []byte(topic)}}, time.Now())})
 	e2etest.WaitFor(t, 30*time.Second, "the malformed task in delay-failed", func() bool { return len(failedOf(failed, seq)) == 1 })
 	ctl.ok("replay", "--from", "-5m", "--to", "+1m", "--topic", topic, "--progress", "none")
 	e2etest.WaitFor(t, 30*time.Second, "the replayed task in delay-failed again", func() bool { return len(failedOf(failed, seq)) == 2 })
-	if m := failedOf(failed, seq)[1]; e2etest.Header(m, "delay-replay-of") == "" {
-		t.Errorf("replayed message lacks delay-replay-of: %v", m.Headers)
+	if ms := failedOf(failed, seq); e2etest.Header(ms[1], "delay-source-offset") == e2etest.Header(ms[0], "delay-source-offset") {
+		t.Errorf("the replayed copy names the first input position again: %v", ms[1].Headers)
 	}
 
 	if n := delivered(out, "ctl-soon"); n != 1 {
