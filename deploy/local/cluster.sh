@@ -288,3 +288,23 @@ EOF
 		"${HBASE_JDK_FLAGS[@]}" -Dlog4j2.configurationFile="$dir/conf-$name/log4j2.properties" \
 		-Dhbase.log.dir="$dir" -cp "$dir/conf-$name:$cp" "$class" start
 }
+
+# cluster_admin ARGS: deploy/local/hbase/ClusterAdmin.java (compiled into
+# $DATA/admin on first use) with ARGS, as a client of the cluster's HBase:
+#   regions TABLE   one line per region: encoded name, RegionServer port,
+#                   start key (hex, - for the first)
+#   move TABLE PORT every region of TABLE to the RegionServer on PORT
+#   split TABLE     flush TABLE and split its first splittable region
+#   balance         switch the balancer on and run it once
+#   compact TABLE   request a major compaction
+cluster_admin() {
+	local cp src="$HERE/hbase/ClusterAdmin.java" out="$DATA/admin"
+	cp=$(classpath hbase)
+	if [[ ! -f $out/ClusterAdmin.class || $src -nt $out/ClusterAdmin.class ]]; then
+		mkdir -p "$out"
+		javac -nowarn -cp "$cp" -d "$out" "$src" || die "admin: javac failed"
+	fi
+	[[ -d $DATA/hbase/conf-hbase-master ]] || die "admin: no cluster HBase in $DATA"
+	java -Xmx128m "${HBASE_JDK_FLAGS[@]}" -Dlog4j2.configurationFile="$DATA/hbase/conf-hbase-master/log4j2.properties" \
+		-Dlog4j2.level=WARN -cp "$out:$DATA/hbase/conf-hbase-master:$cp" ClusterAdmin "$@"
+}

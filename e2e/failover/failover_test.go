@@ -1,0 +1,212 @@
+package failover
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq/e2e/e2etest"
+)
+
+// Timing of the faults.
+const (
+	faultAt = 15 * time.Second // when a fault begins, after its input started
+	onTime  = time.Second      // lateness under this is "back to normal"
+)
+
+// TestFaults starts the cluster and two delayd once and runs the five
+// faults on them one after the other (see the package doc).
+func TestFaults(t *testing.T) {
+	e := e2etest.NewEnv(t, stack(t), "failover")
+	procs := []*e2etest.Delayd{e.Start("d0", "--replication-factor", "3"), e.Start("d1", "--replication-factor", "3")}
+	waitFor(t, "delay-input and delay-scan replicated 3 times", func() error { return replicated(e) })
+	f := &faults{e: e, procs: procs}
+	t.Run("BrokerKill", f.brokerKill)
+	t.Run("RollingBrokerRestart", f.rollingBrokerRestart)
+	t.Run("RegionServerKill", f.regionServerKill)
+	t.Run("RegionMoves", f.regionMoves)
+	t.Run("MasterKill", f.masterKill)
+}
+
+// faults holds what the faults share: the Env and its delayd.
+type faults struct {
+	e     *e2etest.Env
+	procs []*e2etest.Delayd
+}
+
+// phase is one fault's input and judgement, and where delayd's logs were
+// when it began.
+type phase struct {
+	*e2etest.Phase
+	t    *testing.T
+	logs []int64
+}
+
+func (f *faults) begin(t *testing.T, name string) *phase {
+	if t.Failed() {
+		t.FailNow()
+	}
+	p := &phase{t: t}
+	for _, d := range f.procs {
+		p.logs = append(p.logs, size(d.Log))
+	}
+	p.Phase = f.e.NewPhase(t, name, f.procs)
+	return p
+}
+
+// end judges the phase: back is when the fault was over (the last service
+// answering again), what says what happened.
+func (p *phase) end(back time.Time, dupsAllowed bool, what string) {
+	o := p.Finish()
+	warns, errs, sample := p.logLevels()
+	p.Summary(o, fmt.Sprintf("longest_gap=%v recovery=%v delayd_warn=%d delayd_error=%d (%s)",
+		e2etest.Ms(o.Report.LongestGap()), e2etest.Ms(o.Report.Recovery(back, onTime)), warns, errs, what))
+	p.Check(o, dupsAllowed)
+	if errs > 0 {
+		p.t.Errorf("delayd logged %d ERROR lines during the fault (a stall is one WARN/INFO pair), first: %s", errs, sample)
+	}
+}
+
+// logLevels counts the WARN and ERROR lines delayd wrote since the phase
+// began and returns the first ERROR line.
+func (p *phase) logLevels() (warns, errs int, first string) {
+	for i, d := range p.Procs {
+		var from int64
+		if i < len(p.logs) {
+			from = p.logs[i]
+		}
+		b := d.Logs()
+		from = min(from, int64(len(b)))
+		sc := bufio.NewScanner(bytes.NewReader(b[from:]))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.Contains(line, `"level":"WARN"`):
+				warns++
+			case strings.Contains(line, `"level":"ERROR"`):
+				errs++
+				if first == "" {
+					first = d.Name + ": " + line
+				}
+			}
+		}
+	}
+	return warns, errs, first
+}
+
+func size(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// brokerKill: kill -9 of the broker leading the most delay-input and
+// delay-scan partitions, started again 30 s later.
+func (f *faults) brokerKill(t *testing.T) {
+	p := f.begin(t, "brokerkill")
+	p.At(faultAt)
+	id, led, of := busiestBroker(t, f.e)
+	victim := brokerService(id)
+	restoreOnExit(t, victim)
+	stackCmd(t, "stop", "--kill", victim)
+	time.Sleep(30 * time.Second)
+	stackCmd(t, "start", victim)
+	back := waitFor(t, "partitions back in sync", func() error { return replicated(f.e) })
+	p.end(back, true, fmt.Sprintf("%s, leader of %d of %d partitions, killed -9 and started 30 s later", victim, led, of))
+}
+
+// rollingBrokerRestart: kafka-1, then kafka-2 stopped with SIGTERM and
+// started again, each once the partitions are back in sync; while kafka-1
+// (the first of --brokers) is away, delayd d1 restarts.
+func (f *faults) rollingBrokerRestart(t *testing.T) {
+	p := f.begin(t, "rolling")
+	p.At(faultAt)
+	var took []string
+	for _, victim := range []string{"kafka-1", "kafka-2"} {
+		restoreOnExit(t, victim)
+		t0 := time.Now()
+		stackCmd(t, "stop", victim)
+		stopped := time.Since(t0)
+		if victim == "kafka-1" {
+			f.procs[1].Stop(t)
+			f.procs[1] = f.e.Start("d1", "--replication-factor", "3")
+			p.Procs[1] = f.procs[1]
+			p.logs[1] = 0
+		}
+		stackCmd(t, "start", victim)
+		waitFor(t, "partitions back in sync", func() error { return replicated(f.e) })
+		took = append(took, fmt.Sprintf("%s stopped in %v, back in sync %v later", victim, e2etest.Ms(stopped), e2etest.Ms(time.Since(t0)-stopped)))
+	}
+	p.end(time.Now(), false, strings.Join(took, "; ")+"; d1 restarted without kafka-1")
+}
+
+// regionServerKill: kill -9 of the RegionServer holding the most regions
+// of the table, started again 60 s later.
+func (f *faults) regionServerKill(t *testing.T) {
+	if n := perServer(regions(t, f.e)); n[regionPort] == 0 || n[regionPort+10] == 0 {
+		stackCmd(t, "admin", "balance")
+	}
+	p := f.begin(t, "rskill")
+	p.At(faultAt)
+	n := perServer(regions(t, f.e))
+	port := regionPort
+	if n[regionPort+10] > n[regionPort] {
+		port = regionPort + 10
+	}
+	victim := rsService(port)
+	restoreOnExit(t, victim)
+	stackCmd(t, "stop", "--kill", victim)
+	killed := time.Now()
+	time.Sleep(60 * time.Second)
+	stackCmd(t, "start", victim)
+	back := waitFor(t, "table answers", func() error { return tableAnswers(f.e) })
+	p.end(back, true, fmt.Sprintf("%s holding %d of %d regions killed -9, started 60 s later, table answering %v after the kill",
+		victim, n[port], n[regionPort]+n[regionPort+10], e2etest.Ms(back.Sub(killed))))
+}
+
+// regionMoves: under input, every region of the table moved to one
+// RegionServer, a region split, the balancer run and a major compaction
+// requested.
+func (f *faults) regionMoves(t *testing.T) {
+	p := f.begin(t, "moves")
+	p.At(faultAt)
+	before := len(regions(t, f.e))
+	var steps []string
+	step := func(args ...string) {
+		t0 := time.Now()
+		out := strings.TrimSpace(stackCmd(t, append([]string{"admin"}, args...)...))
+		steps = append(steps, fmt.Sprintf("%s: %s in %v", args[0], out, e2etest.Ms(time.Since(t0))))
+	}
+	step("move", f.e.Run, strconv.Itoa(regionPort+10))
+	step("split", f.e.Run)
+	step("balance")
+	step("compact", f.e.Run)
+	back := waitFor(t, "table answers", func() error { return tableAnswers(f.e) })
+	after := perServer(regions(t, f.e))
+	if got := after[regionPort] + after[regionPort+10]; got <= before {
+		t.Errorf("the table has %d regions after the split, had %d", got, before)
+	}
+	p.end(back, false, fmt.Sprintf("%s; regions %d -> %v by port", strings.Join(steps, "; "), before, after))
+}
+
+// masterKill: kill -9 of the HBase master, started again 30 s later; the
+// RegionServers keep serving meanwhile.
+func (f *faults) masterKill(t *testing.T) {
+	p := f.begin(t, "masterkill")
+	p.At(faultAt)
+	restoreOnExit(t, "hbase-master")
+	stackCmd(t, "stop", "--kill", "hbase-master")
+	time.Sleep(30 * time.Second)
+	t0 := time.Now()
+	stackCmd(t, "start", "hbase-master")
+	back := time.Now()
+	p.end(back, false, fmt.Sprintf("hbase-master killed -9, started 30 s later, initialized in %v", e2etest.Ms(back.Sub(t0))))
+}
