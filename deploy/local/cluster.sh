@@ -305,6 +305,16 @@ cluster_admin() {
 		javac -nowarn -cp "$cp" -d "$out" "$src" || die "admin: javac failed"
 	fi
 	[[ -d $DATA/hbase/conf-hbase-master ]] || die "admin: no cluster HBase in $DATA"
-	java -Xmx128m "${HBASE_JDK_FLAGS[@]}" -Dlog4j2.configurationFile="$DATA/hbase/conf-hbase-master/log4j2.properties" \
-		-Dlog4j2.level=WARN -cp "$out:$DATA/hbase/conf-hbase-master:$cp" ClusterAdmin "$@"
+	# The client's own log goes to stderr: stdout is the command's answer.
+	cat >"$out/log4j2.properties" <<'EOF2'
+status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
+rootLogger = ERROR,console
+EOF2
+	java -Xmx128m "${HBASE_JDK_FLAGS[@]}" -Dlog4j2.configurationFile="$out/log4j2.properties" \
+		-cp "$out:$DATA/hbase/conf-hbase-master:$cp" ClusterAdmin "$@"
 }

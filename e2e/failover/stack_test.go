@@ -148,6 +148,21 @@ func replicated(e *e2etest.Env) error {
 	return nil
 }
 
+// led reports nil when every delay-input and delay-scan partition has a
+// leader.
+func led(e *e2etest.Env) error {
+	ps, err := partitions(e)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if p.Error != nil || p.Leader.ID <= 0 {
+			return fmt.Errorf("%s/%d: no leader (%v)", p.Topic, p.ID, p.Error)
+		}
+	}
+	return nil
+}
+
 // busiestBroker returns the node id leading the most delay-input and
 // delay-scan partitions, and how many it leads of how many.
 func busiestBroker(t *testing.T, e *e2etest.Env) (id, led, of int) {
