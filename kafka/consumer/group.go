@@ -91,6 +91,7 @@ func groupConfig(cfg GroupConfig) kafka.ConsumerGroupConfig {
 		JoinGroupBackoff:       JoinBackoff,
 		WatchPartitionChanges:  true,
 		PartitionWatchInterval: PartitionWatchInterval,
+		GroupBalancers:         balancers,
 	}
 	if len(gc.Brokers) == 0 {
 		gc.Brokers = []string{topics.DefaultBroker}
