@@ -297,6 +297,8 @@ EOF
 #   split TABLE     flush TABLE and split its first splittable region
 #   balance         switch the balancer on and run it once
 #   compact TABLE   request a major compaction
+# Commands separated by -- run one after the other on one connection, each
+# answer followed by "COMMAND took N ms".
 cluster_admin() {
 	local cp src="$HERE/hbase/ClusterAdmin.java" out="$DATA/admin"
 	cp=$(classpath hbase)

@@ -25,7 +25,7 @@
 //     regions of the table, started again 60 s later;
 //   - RegionMoves: every region moved to one RegionServer, a region split,
 //     the balancer run and a major compaction requested, under input;
-//   - MasterKill: kill -9 of the HBase master, started again 30 s later.
+//   - MasterKill: kill -9 of the HBase master, started again 20 s later.
 //
 // Each is judged like e2e/fault's: nothing lost, early or unknown, no
 // cancelled task delivered, no valid task or cancel in delay-failed, every

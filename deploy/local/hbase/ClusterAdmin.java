@@ -18,14 +18,37 @@ import org.apache.hadoop.hbase.client.ConnectionFactory;
 import org.apache.hadoop.hbase.client.RegionLocator;
 
 public class ClusterAdmin {
-  static final String USAGE = "usage: ClusterAdmin regions TABLE | move TABLE PORT | split TABLE | balance | compact TABLE";
+  static final String USAGE = "usage: ClusterAdmin COMMAND [-- COMMAND]...; COMMAND: regions TABLE | move TABLE PORT | split TABLE | balance | compact TABLE";
 
-  public static void main(String[] args) throws Exception {
-    if (args.length == 0) {
+  public static void main(String[] all) throws Exception {
+    if (all.length == 0) {
       fail(USAGE);
     }
     Configuration conf = HBaseConfiguration.create();
     try (Connection conn = ConnectionFactory.createConnection(conf); Admin admin = conn.getAdmin()) {
+      // Commands separated by "--" run one after the other on one
+      // connection; each answer line ends with the command's duration.
+      List<String> cmd = new ArrayList<>();
+      for (int i = 0; i <= all.length; i++) {
+        if (i < all.length && !all[i].equals("--")) {
+          cmd.add(all[i]);
+          continue;
+        }
+        long start = System.nanoTime();
+        run(conn, admin, cmd.toArray(new String[0]));
+        if (all.length > cmd.size()) {
+          System.out.printf("%s took %d ms%n", cmd.get(0), (System.nanoTime() - start) / 1000000);
+        }
+        cmd.clear();
+      }
+    }
+  }
+
+  static void run(Connection conn, Admin admin, String[] args) throws Exception {
+    if (args.length == 0) {
+      fail(USAGE);
+    }
+    {
       switch (args[0]) {
         case "regions":
           // regions TABLE: "ENCODED_NAME PORT START_KEY_HEX" per region.
