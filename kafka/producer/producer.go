@@ -2,6 +2,7 @@ package producer
 
 import (
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -27,6 +28,21 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// MetadataTTL is how old the writers' cached partition leaders get before
+// they ask the brokers again.
+const MetadataTTL = time.Second
+
+// transport is kafka.DefaultTransport with MetadataTTL, shared by every
+// writer of the process as the default one would be. kafka-go refreshes
+// its cached leaders only when they are that old, not when a broker
+// answers NOT_LEADER_OR_FOLLOWER: with its 6 s default, writes to a
+// partition whose leader moved (a broker stopping, failing, coming back)
+// failed for up to 6 s.
+var transport = &kafka.Transport{
+	Dial:        (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
+	MetadataTTL: MetadataTTL,
+}
+
 // New returns a writer that acknowledges with all in-sync replicas,
 // routes messages by a hash of their key, takes the topic from each message
 // and lets the broker auto-create a topic when it allows that. Close it when
@@ -50,6 +66,7 @@ func New(cfg Config) *kafka.Writer {
 		BatchTimeout:           cfg.BatchTimeout,
 		Async:                  cfg.Async,
 		AllowAutoTopicCreation: true,
+		Transport:              transport,
 	}
 	if cfg.Logger != nil {
 		w.ErrorLogger = klog.Logger(cfg.Logger.With("component", "kafka_writer"))

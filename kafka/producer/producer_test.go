@@ -22,6 +22,9 @@ func TestNew(t *testing.T) {
 	if w.Topic != "" || !w.AllowAutoTopicCreation || w.Async {
 		t.Errorf("Topic %q, AllowAutoTopicCreation %v, Async %v", w.Topic, w.AllowAutoTopicCreation, w.Async)
 	}
+	if tr, ok := w.Transport.(*kafka.Transport); !ok || tr.MetadataTTL != time.Second {
+		t.Errorf("Transport = %+v, want one whose leaders are 1 s old at most", w.Transport)
+	}
 	if w.Addr.String() != "127.0.0.1:9092" || w.BatchSize != 1000 {
 		t.Errorf("Addr %v, BatchSize %d", w.Addr, w.BatchSize)
 	}
