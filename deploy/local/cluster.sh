@@ -281,6 +281,10 @@ start_cluster_hbase() {
   <property><name>hbase.master.info.port</name><value>-1</value></property>
   <property><name>hbase.regionserver.info.port</name><value>-1</value></property>
   <property><name>hbase.master.wait.on.regionservers.mintostart</name><value>1</value></property>
+  <!-- Java NIO binds with SO_REUSEADDR: a master or RegionServer killed -9
+       and started again within a minute finds its port in TIME_WAIT,
+       which Netty's native epoll transport refuses to bind. -->
+  <property><name>hbase.netty.nativetransport</name><value>false</value></property>
 </configuration>
 EOF
 	cluster_log4j2 "$dir/conf-$name/log4j2.properties"
