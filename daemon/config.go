@@ -65,6 +65,9 @@ type Config struct {
 	// HBaseLegacyCells writes task rows in the multi-cell layout older
 	// delayd read (hbase.Config.LegacyCells), during a rolling upgrade.
 	HBaseLegacyCells bool
+	// ReplicationFactor of the topics delayd creates; 0: the brokers'
+	// default.replication.factor.
+	ReplicationFactor int
 
 	// How to reach Redis beyond the addresses (package redisconn): one
 	// address in Redis is a single Redis, several are Redis Cluster seeds;
@@ -217,6 +220,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Partitions < 1 {
 		bad("partitions: %d must be at least 1", c.Partitions)
+	}
+	if c.ReplicationFactor < 0 {
+		bad("replication-factor: %d is negative", c.ReplicationFactor)
 	}
 	if c.ScanWorkers < 1 {
 		bad("scan-workers: %d must be at least 1", c.ScanWorkers)

@@ -146,7 +146,11 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	// Setup waits for its dependencies as long as it takes, like the roles.
 	setup := retry.Policy{CallTimeout: 30 * time.Second}
 	if err := startup.Do(ctx, "create topics", setup, d.noteStart("create topics", func(ctx context.Context) error {
-		return topics.Ensure(ctx, cfg.Brokers, d.auth, topics.Defaults(cfg.Partitions))
+		specs := topics.Defaults(cfg.Partitions)
+		for i := range specs {
+			specs[i].ReplicationFactor = cfg.ReplicationFactor
+		}
+		return topics.Ensure(ctx, cfg.Brokers, d.auth, specs)
 	})); err != nil {
 		return err
 	}

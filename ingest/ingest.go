@@ -56,6 +56,7 @@ type Ingester struct {
 	backoff retry.Backoff // of every retried call; zero: retry's defaults
 	offsets endOffsets    // log end offsets, for the watermarks
 	running atomic.Bool
+	ahead   storedAhead // batches stored whose commit a generation's end refused
 }
 
 // New checks cfg and returns an Ingester that stores tasks in store and ix and
@@ -144,11 +145,19 @@ func (in *Ingester) Run(ctx context.Context) error {
 func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generation, lim *limiter) error {
 	var lanes []lane
 	assigned := map[string][]int{}
+	resumed := map[string]map[int]int64{}
 	for _, topic := range []string{in.cfg.Input, in.cfg.Slow} {
 		for _, a := range gen.Assignments[topic] {
+			offset := in.ahead.start(topic, a.ID, a.Offset)
+			if offset != a.Offset {
+				if resumed[topic] == nil {
+					resumed[topic] = map[int]int64{}
+				}
+				resumed[topic][a.ID] = offset
+			}
 			prog := &progress{}
-			prog.next.Store(a.Offset)
-			r, err := in.newReader(topic, a.ID, a.Offset)
+			prog.next.Store(offset)
+			r, err := in.newReader(topic, a.ID, offset)
 			if err != nil {
 				// Unreachable for a fresh reader without a group; without a
 				// position nothing can be read, so sit the generation out.
@@ -173,7 +182,14 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 	in.log.Info("generation started", "generation", gen.ID, "member", gen.MemberID,
 		"input_partitions", slices.Sorted(slices.Values(assigned[in.cfg.Input])),
 		"slow_partitions", slices.Sorted(slices.Values(assigned[in.cfg.Slow])))
-	err := in.generation(ctx, gctx, &serialCommitter{c: gen}, lanes)
+	c := &serialCommitter{c: gen}
+	if len(resumed) > 0 {
+		// The batches the last generation stored but could not commit:
+		// committed now, or with the lane's first batch.
+		err := c.CommitOffsets(resumed)
+		in.log.Info("resuming after batches stored in the last generation", "offsets", resumed, "commit_err", err)
+	}
+	err := in.generation(ctx, gctx, c, lanes)
 	in.log.Info("generation ended", "generation", gen.ID)
 	return err
 }

@@ -186,11 +186,18 @@ func (s *Scanner) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 
 	tick := time.NewTicker(s.cfg.CommitInterval)
 	defer tick.Stop()
+	failing := false // one line when commits start failing, one when they succeed again
 	for {
 		select {
 		case <-tick.C:
-			if err := s.commit(gen, parts); err != nil {
-				s.log.Log(ctx, commitLevel(err), "commit failed, committing again later", "generation", gen.ID, "err", err)
+			err := s.commit(gen, parts)
+			switch {
+			case err != nil && !failing:
+				failing = true
+				s.log.Log(ctx, commitLevel(err), "commit failed, committing again every tick until it succeeds", "generation", gen.ID, "err", err)
+			case err == nil && failing:
+				failing = false
+				s.log.Info("commit recovered", "generation", gen.ID)
 			}
 		case <-finished:
 			// Final commit, before the member leaves or rejoins; the

@@ -69,6 +69,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.Shards, "shards", zset.DefaultShards, "Redis zsets per segment (shard family 0)")
 	fs.IntVar(&cfg.ZsetFill, "zset-fill", zset.DefaultFill, "tasks a zset takes before its shard's further tasks go to the next shard family; keep under Redis's zset-max-listpack-entries")
 	fs.IntVar(&cfg.Partitions, "partitions", topics.DefaultPartitions, "partitions of the topics delayd creates")
+	fs.IntVar(&cfg.ReplicationFactor, "replication-factor", 0, "replication factor of the topics delayd creates (0: the brokers' default.replication.factor)")
 	fs.IntVar(&cfg.ScanWorkers, "scan-workers", scanner.DefaultWorkers, "scanner goroutines per delay-scan partition")
 	fs.DurationVar(&cfg.ScanCoalesce, "scan-coalesce", scanner.DefaultCoalesce, "round scanner wake-ups up to multiples of this: fewer, larger steps, more lateness (negative: none)")
 	fs.IntVar(&cfg.IngestBatch, "ingest-batch", ingest.DefaultBatchSize, "most input messages of one partition stored and committed together")

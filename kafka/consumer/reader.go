@@ -72,6 +72,7 @@ func (c ReaderConfig) Config() (kafka.ReaderConfig, error) {
 		HeartbeatInterval:      HeartbeatInterval,
 		SessionTimeout:         SessionTimeout,
 		JoinGroupBackoff:       JoinBackoff,
+		GroupBalancers:         balancers,
 	}
 	if len(rc.Brokers) == 0 {
 		rc.Brokers = []string{topics.DefaultBroker}

@@ -223,12 +223,27 @@ func (a *Auth) SASL() sasl.Mechanism {
 	return a.sasl
 }
 
+// MetadataTTL is how old the cached partition leaders of every transport
+// made here get before it asks the brokers again. kafka-go refreshes them
+// only when they are that old, not when a broker answers
+// NOT_LEADER_OR_FOLLOWER: with its 6 s default, writes to a partition
+// whose leader moved (a broker stopping, failing, coming back) failed for
+// up to 6 s.
+const MetadataTTL = time.Second
+
+// plaintext is the shared transport of a nil Auth.
+var plaintext = &kafka.Transport{DialTimeout: DialTimeout, MetadataTTL: MetadataTTL}
+
+// Plaintext is the transport every nil Auth shares.
+func Plaintext() kafka.RoundTripper { return plaintext }
+
 // Transport is the kafka-go transport of a, for a kafka.Client or a
-// kafka.Writer: one per Auth, shared by all of them as kafka-go's default
-// transport (which a nil Auth returns) is shared by default.
+// kafka.Writer: one per Auth (one plaintext one for every nil Auth),
+// shared by all of them, so that topics one creates are in the others'
+// metadata at once.
 func (a *Auth) Transport() kafka.RoundTripper {
 	if a == nil {
-		return kafka.DefaultTransport
+		return plaintext
 	}
 	return a.transport
 }
@@ -236,7 +251,7 @@ func (a *Auth) Transport() kafka.RoundTripper {
 // NewTransport returns a transport of its own with a's TLS and SASL, for
 // a short-lived kafka.Client; close its idle connections when done.
 func (a *Auth) NewTransport() *kafka.Transport {
-	return &kafka.Transport{DialTimeout: DialTimeout, TLS: a.TLS(), SASL: a.SASL()}
+	return &kafka.Transport{DialTimeout: DialTimeout, MetadataTTL: MetadataTTL, TLS: a.TLS(), SASL: a.SASL()}
 }
 
 // Close closes the idle connections of a's transport and ends its

@@ -92,8 +92,8 @@ func TestLoad(t *testing.T) {
 	if a.SASL() == nil || a.SASL().Name() != "SCRAM-SHA-256" || a.user != "u" {
 		t.Errorf("SASL %v, user %q", a.SASL(), a.user)
 	}
-	if a, err := (Config{}).Load(); a != nil || err != nil || a.Transport() != kafka.DefaultTransport {
-		t.Errorf("zero Config loads %+v, %v: want nil (plaintext, kafka-go's default transport)", a, err)
+	if a, err := (Config{}).Load(); a != nil || err != nil || a.Transport() != Plaintext() {
+		t.Errorf("zero Config loads %+v, %v: want nil (plaintext, the shared plaintext transport)", a, err)
 	}
 	for name, cfg := range map[string]Config{
 		"missing CA":   {CAFile: filepath.Join(t.TempDir(), "none.pem")},

@@ -208,7 +208,7 @@ func New(cfg Config) (*Store, error) {
 		gohbase.ZookeeperRoot(cfg.ZKRoot),
 		gohbase.FlushInterval(max(cfg.FlushInterval, 0)),
 		gohbase.RpcQueueSize(cfg.RPCQueueSize),
-		gohbase.Logger(cfg.Logger.With("component", "gohbase")),
+		gohbase.Logger(slog.New(quietHandler{cfg.Logger.Handler()}).With("component", "gohbase")),
 	)
 	h := &Store{
 		client:    client,
