@@ -41,10 +41,13 @@ func TestRecurring(t *testing.T) {
 			}, extra...),
 		}
 	}
+	long := kafka.Header{Key: payload.HeaderCount, Value: []byte("1000")}
 	e.Produce(ctx, []kafka.Message{
 		series("r", every, kafka.Header{Key: payload.HeaderCount, Value: []byte(strconv.Itoa(count))}),
-		series("c", every),
-		series("b", 5*time.Second), // cancelled by id alone once its first occurrence is out
+		// c and b would run for ever but for their cancels; an endless
+		// series under a minute apart is refused, so they get a count.
+		series("c", every, long),
+		series("b", 5*time.Second, long), // cancelled by id alone once its first occurrence is out
 	})
 	// The third occurrence of "c" is cancelled by id and its due time.
 	e.Produce(ctx, []kafka.Message{{Headers: []kafka.Header{
