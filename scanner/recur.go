@@ -17,9 +17,9 @@ import (
 //
 // The next occurrence is the same task (id, name, topic, key, value,
 // headers) due at the next time of its series, with delay-occurrence one
-// higher. The scanner stores its row (Putter) and indexes it (Adder), and,
-// when the store keeps id rows (payload.IDStore), records it as the name's
-// current due time (track), all before the current occurrence is produced, so
+// higher. The scanner stores its row (Store.Put) and indexes it
+// (Index.Add), and records it as the name's current due time in its id
+// row (track, Store.PutIDs), all before the current occurrence is produced, so
 // before its entry is removed: a crash anywhere leaves the current entry
 // in the index (delivered again: at least once) and the next one stored
 // or about to be stored again. Planning is a pure function of the current
@@ -33,21 +33,6 @@ import (
 // scanner plans after it (track). A reschedule moves the pending
 // occurrence (the id row's current due time); the series goes on from
 // the new time.
-
-// Putter is the part of the payload store that stores next occurrences
-// (payload.Store.Put).
-type Putter interface {
-	Put(ctx context.Context, tasks []payload.Task) error
-}
-
-// Adder is the part of the index that indexes next occurrences
-// (zset.Index.Add).
-type Adder interface {
-	Add(ctx context.Context, now time.Time, entries []zset.Entry) error
-}
-
-// errNoRecurrence: the store or the index cannot take next occurrences.
-var errNoRecurrence = errors.New("scanner: recurring task, but the store has no Put or the index no Add")
 
 type recurMetrics struct {
 	planned prometheus.Counter
@@ -116,15 +101,8 @@ func (w *worker) recur(ctx context.Context, ds []*delivery) error {
 	if len(next) == 0 {
 		return nil
 	}
-	put, okP := w.s.store.(Putter)
-	add, okA := w.s.ix.(Adder)
-	if !okP || !okA {
-		w.s.recurM.ended.WithLabelValues(endInvalid).Add(float64(len(next)))
-		w.s.log.Error("recurring tasks end: next occurrences not planned", "tasks", len(next), "err", errNoRecurrence)
-		return nil
-	}
 	err := w.s.stage.Do(ctx, "put_next", w.s.policy, func(ctx context.Context) error {
-		return put.Put(ctx, next)
+		return w.s.store.Put(ctx, next)
 	})
 	if err != nil {
 		return fmt.Errorf("scanner: store %d next occurrences: %w", len(next), err)
@@ -134,7 +112,7 @@ func (w *worker) recur(ctx context.Context, ds []*delivery) error {
 		entries[i] = zset.Entry{ID: t.ID, ExecAt: t.ExecAt}
 	}
 	err = w.s.stage.Do(ctx, "add_next", w.s.policy, func(ctx context.Context) error {
-		err := add.Add(ctx, time.Now(), entries)
+		err := w.s.ix.Add(ctx, time.Now(), entries)
 		if errors.Is(err, zset.ErrBadEntry) {
 			// An entry Add refuses can never be indexed (payload.Decode
 			// admits none such): log it, index the others (Add did).
@@ -146,10 +124,8 @@ func (w *worker) recur(ctx context.Context, ds []*delivery) error {
 	if err != nil {
 		return fmt.Errorf("scanner: index %d next occurrences: %w", len(next), err)
 	}
-	if ids, ok := w.s.store.(payload.IDStore); ok {
-		if err := w.track(ctx, ids, put, next); err != nil {
-			return err
-		}
+	if err := w.track(ctx, next); err != nil {
+		return err
 	}
 	w.s.recurM.planned.Add(float64(len(next)))
 	return nil
@@ -161,7 +137,7 @@ func (w *worker) recur(ctx context.Context, ds []*delivery) error {
 // writes its d:x before it reads d:a; here d:a is written before d:x is
 // read; so one of the two sees the other and the occurrence is marked
 // whichever comes first. Doing it twice is harmless.
-func (w *worker) track(ctx context.Context, ids payload.IDStore, put Putter, next []payload.Task) error {
+func (w *worker) track(ctx context.Context, next []payload.Task) error {
 	writes := make([]payload.IDWrite, len(next))
 	keys := make([]uint64, len(next))
 	for i, t := range next {
@@ -169,14 +145,14 @@ func (w *worker) track(ctx context.Context, ids payload.IDStore, put Putter, nex
 		keys[i] = t.ID
 	}
 	err := w.s.stage.Do(ctx, "put_ids", w.s.policy, func(ctx context.Context) error {
-		return ids.PutIDs(ctx, writes)
+		return w.s.store.PutIDs(ctx, writes)
 	})
 	if err != nil {
 		return fmt.Errorf("scanner: record %d next occurrences in their id rows: %w", len(next), err)
 	}
 	var states []payload.IDState
 	err = w.s.stage.Do(ctx, "get_ids", w.s.policy, func(ctx context.Context) (err error) {
-		states, err = ids.GetIDs(ctx, keys)
+		states, err = w.s.store.GetIDs(ctx, keys)
 		if err == nil && len(states) != len(keys) {
 			err = fmt.Errorf("%w: %d id rows for %d ids", ErrStore, len(states), len(keys))
 		}
@@ -196,7 +172,7 @@ func (w *worker) track(ctx context.Context, ids payload.IDStore, put Putter, nex
 		return nil
 	}
 	err = w.s.stage.Do(ctx, "cancel_next", w.s.policy, func(ctx context.Context) error {
-		return put.Put(ctx, markers)
+		return w.s.store.Put(ctx, markers)
 	})
 	if err != nil {
 		return fmt.Errorf("scanner: cancel %d next occurrences: %w", len(markers), err)

@@ -14,24 +14,6 @@ import (
 	"github.com/delayq/delayq/zset"
 )
 
-// addIndex is memIndex with an Add that puts every entry in one zset and,
-// like ZADD NX, adds an (id, exec_at) already there no second time.
-type addIndex struct {
-	*memIndex
-	key string
-}
-
-func (a addIndex) Add(_ context.Context, _ time.Time, entries []zset.Entry) error {
-	have := a.pending(a.key)
-	for _, e := range entries {
-		if !slices.Contains(have, e) {
-			a.add(a.key, e)
-			have = append(have, e)
-		}
-	}
-	return nil
-}
-
 // recurring decodes a recurring task named name, first due at first.
 func recurring(t *testing.T, name string, first time.Time, kv ...string) payload.Task {
 	t.Helper()
@@ -51,9 +33,7 @@ func recurring(t *testing.T, name string, first time.Time, kv ...string) payload
 }
 
 func newRecurEnv(t *testing.T) *env {
-	e := newEnv(t, Config{})
-	e.s.ix = addIndex{memIndex: e.ix, key: "z"}
-	return e
+	return newEnv(t, Config{})
 }
 
 // scanAll runs one scan task over zset z up to now, as a dispatcher tick
@@ -214,7 +194,7 @@ func TestRecurringCancelByIDStopsSeries(t *testing.T) {
 
 // A stored recurrence the scanner cannot plan (a time zone this host does
 // not know) delivers the occurrence and ends the series with an ERROR
-// line; a store without Put ends it the same way.
+// line.
 func TestRecurringUnplannable(t *testing.T) {
 	e := newRecurEnv(t)
 	first := time.Now().Add(-10 * time.Second).Truncate(time.Millisecond)
