@@ -10,6 +10,7 @@ import (
 
 	"github.com/delayq/delayq/internal/metric"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/taskstate"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -30,7 +31,10 @@ import (
 // the pending occurrence, which the scanner then drops without planning
 // another; a cancel by id alone marks the occurrence its id row names
 // (ingest), and the id row's cancel flag marks every occurrence the
-// scanner plans after it (track). A reschedule moves the pending
+// scanner plans after it (track); the scanner reads it back before it
+// delivers any occurrence, and does not deliver one of a cancelled name,
+// which covers a cancel that came between a next occurrence's indexing
+// and its id-row write (a crash there). A reschedule moves the pending
 // occurrence (the id row's current due time); the series goes on from
 // the new time.
 
@@ -65,10 +69,32 @@ func newRecurMetrics(reg prometheus.Registerer) (*recurMetrics, error) {
 
 // recur plans the next occurrence of every recurring task in ds that goes
 // to its business topic, and stores, indexes and tracks them, retried
-// while ctx lives. It returns an error only when ctx ended first; the
-// caller then delivers nothing of ds, whose entries stay in the index.
-func (w *worker) recur(ctx context.Context, ds []*delivery) error {
-	var next []payload.Task
+// while ctx lives. It returns the deliveries of ds not to make: the
+// occurrences whose names are cancelled by id alone (their entries are
+// settled like those of cancelled rows). It returns an error only when
+// ctx ended first; the caller then delivers nothing of ds, whose entries
+// stay in the index.
+func (w *worker) recur(ctx context.Context, ds []*delivery) (map[*delivery]bool, error) {
+	next, cur := w.plan(ds)
+	if len(cur) == 0 {
+		return nil, nil
+	}
+	if len(next) > 0 {
+		if err := w.store(ctx, next); err != nil {
+			return nil, err
+		}
+	}
+	stopped, err := w.track(ctx, cur, next)
+	if err != nil {
+		return nil, err
+	}
+	w.s.recurM.planned.Add(float64(len(next)))
+	return stopped, nil
+}
+
+// plan returns the next occurrences of the recurring tasks of ds, and
+// those deliveries (cur), planned or ending.
+func (w *worker) plan(ds []*delivery) (next []payload.Task, cur []*delivery) {
 	for _, d := range ds {
 		if d.failed {
 			continue // refused for good: the series ends on delay-failed
@@ -92,15 +118,19 @@ func (w *worker) recur(ctx context.Context, ds []*delivery) error {
 				"exec_at", d.task.ExecAt, "err", err)
 		case ok:
 			next = append(next, n)
+			cur = append(cur, d)
 		default:
 			if _, _, recurs, _ := payload.Series(*d.task); recurs {
 				w.s.recurM.ended.WithLabelValues(endDone).Inc()
+				cur = append(cur, d)
 			}
 		}
 	}
-	if len(next) == 0 {
-		return nil
-	}
+	return next, cur
+}
+
+// store stores and indexes next occurrences.
+func (w *worker) store(ctx context.Context, next []payload.Task) error {
 	err := w.s.stage.Do(ctx, "put_next", w.s.policy, func(ctx context.Context) error {
 		return w.s.store.Put(ctx, next)
 	})
@@ -124,34 +154,35 @@ func (w *worker) recur(ctx context.Context, ds []*delivery) error {
 	if err != nil {
 		return fmt.Errorf("scanner: index %d next occurrences: %w", len(next), err)
 	}
-	if err := w.track(ctx, next); err != nil {
-		return err
-	}
-	w.s.recurM.planned.Add(float64(len(next)))
 	return nil
 }
 
-// track records each next occurrence as its name's current due time (the
-// id row's d:a, payload.IDWrite.At), then reads the id rows back and marks
-// the occurrences of names cancelled by id alone. Ingest's cancel by id
-// writes its d:x before it reads d:a; here d:a is written before d:x is
-// read; so one of the two sees the other and the occurrence is marked
-// whichever comes first. Doing it twice is harmless.
-func (w *worker) track(ctx context.Context, next []payload.Task) error {
-	writes := make([]payload.IDWrite, len(next))
-	keys := make([]uint64, len(next))
+// track records each next occurrence as its name's current due time
+// (taskstate.Track), then reads the id rows of the current occurrences
+// back: it marks the next occurrences of names cancelled by id alone
+// (taskstate.Stopped) and returns the current ones of those names, not to
+// be delivered. The read covers a cancel that came after a crash had
+// stored and indexed the next occurrence but not yet recorded it (the
+// cancel then marked the current one only). Doing it twice is harmless.
+func (w *worker) track(ctx context.Context, cur []*delivery, next []payload.Task) (map[*delivery]bool, error) {
+	occ := make([]taskstate.Occurrence, len(next))
 	for i, t := range next {
-		writes[i] = payload.IDWrite{ID: t.ID, Name: t.Name, At: t.ExecAt}
-		keys[i] = t.ID
+		occ[i] = taskstate.Occurrence{ID: t.ID, Name: t.Name, At: t.ExecAt}
 	}
-	err := w.s.stage.Do(ctx, "put_ids", w.s.policy, func(ctx context.Context) error {
-		return w.s.store.PutIDs(ctx, writes)
-	})
-	if err != nil {
-		return fmt.Errorf("scanner: record %d next occurrences in their id rows: %w", len(next), err)
+	if len(occ) > 0 {
+		err := w.s.stage.Do(ctx, "put_ids", w.s.policy, func(ctx context.Context) error {
+			return w.s.store.PutIDs(ctx, taskstate.Track(occ))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("scanner: record %d next occurrences in their id rows: %w", len(next), err)
+		}
+	}
+	keys := make([]uint64, len(cur))
+	for i, d := range cur {
+		keys[i] = d.task.ID
 	}
 	var states []payload.IDState
-	err = w.s.stage.Do(ctx, "get_ids", w.s.policy, func(ctx context.Context) (err error) {
+	err := w.s.stage.Do(ctx, "get_ids", w.s.policy, func(ctx context.Context) (err error) {
 		states, err = w.s.store.GetIDs(ctx, keys)
 		if err == nil && len(states) != len(keys) {
 			err = fmt.Errorf("%w: %d id rows for %d ids", ErrStore, len(states), len(keys))
@@ -159,19 +190,33 @@ func (w *worker) track(ctx context.Context, next []payload.Task) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("scanner: read %d id rows: %w", len(keys), err)
+		return nil, fmt.Errorf("scanner: read %d id rows: %w", len(keys), err)
 	}
-	var markers []payload.Task
-	for i, st := range states {
-		if st.Cancelled {
-			t := next[i]
-			markers = append(markers, payload.Task{ID: t.ID, Name: t.Name, ExecAt: t.ExecAt, Cancel: true})
+	byID := map[uint64]payload.IDState{}
+	stopped := map[*delivery]bool{}
+	for i, d := range cur {
+		byID[d.task.ID] = states[i]
+		if states[i].Cancelled {
+			stopped[d] = true
 		}
 	}
-	if len(markers) == 0 {
+	nextStates := make([]payload.IDState, len(occ))
+	for i, o := range occ {
+		nextStates[i] = byID[o.ID]
+	}
+	return stopped, w.mark(ctx, taskstate.Stopped(occ, nextStates))
+}
+
+// mark puts the cancel markers of stopped next occurrences.
+func (w *worker) mark(ctx context.Context, stopped []taskstate.Mark) error {
+	if len(stopped) == 0 {
 		return nil
 	}
-	err = w.s.stage.Do(ctx, "cancel_next", w.s.policy, func(ctx context.Context) error {
+	markers := make([]payload.Task, len(stopped))
+	for i, m := range stopped {
+		markers[i] = payload.Task{ID: m.ID, Name: m.Name, ExecAt: m.At, Cancel: true}
+	}
+	err := w.s.stage.Do(ctx, "cancel_next", w.s.policy, func(ctx context.Context) error {
 		return w.s.store.Put(ctx, markers)
 	})
 	if err != nil {

@@ -152,8 +152,11 @@ func TestRecurringCancelStopsSeries(t *testing.T) {
 // becomes its name's current due time, and a name cancelled by id alone
 // gets its planned occurrence marked: the series stops. Here the cancel's
 // d:x lands while occurrence 2 is pending, but without ingest marking the
-// row d:a names (as if the cancel read d:a before the scanner wrote it):
-// occurrence 2 goes out, the occurrence it plans is marked.
+// row d:a names (as if the cancel read d:a before the scanner wrote it,
+// or came after a crash had indexed occurrence 2 but not recorded it):
+// the scanner reads the id row back before delivering, so occurrence 2
+// does not go out, and the occurrence it plans is marked (a delivery
+// after the cancel was found by taskstate's model test).
 func TestRecurringCancelByIDStopsSeries(t *testing.T) {
 	e := newRecurEnv(t)
 	ctx := context.Background()
@@ -175,8 +178,8 @@ func TestRecurringCancelByIDStopsSeries(t *testing.T) {
 	for range 3 {
 		e.scanAll()
 	}
-	if occ := occurrences(e.byTopic("orders")); !slices.Equal(occ, []string{"1", "2"}) {
-		t.Errorf("delivered %v, want [1 2]", occ)
+	if occ := occurrences(e.byTopic("orders")); !slices.Equal(occ, []string{"1"}) {
+		t.Errorf("delivered %v, want [1]", occ)
 	}
 	third := payload.Ref{ID: r.ID, ExecAt: first.Add(2 * time.Second).UnixMilli()}
 	rows, _ := e.store.Get(ctx, []payload.Ref{third})

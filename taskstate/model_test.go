@@ -36,6 +36,57 @@ type world struct {
 	failed  map[int]string   // by message number
 	decided map[int]int64    // when each message's batch was last completed
 	written map[uint64]int64 // when each id's submit first wrote its id row
+	series  map[uint64]int64 // recurring ids: first due time
+	sent    map[uint64][]sent
+}
+
+// sent is a delivery: which due time, when.
+type sent struct{ at, when int64 }
+
+// scan is one scanner pass at now over the due entries of recurring ids,
+// in the scanner's order: plan the next occurrence (store, index, Track,
+// read back, Stopped markers), deliver, remove the entry. A crash (the
+// scanner's, independent of ingest's) ends the pass; the entry stays and
+// is delivered again.
+func (w *world) scan(now int64, rng *rand.Rand) {
+	var due []rowKey
+	for k := range w.index {
+		if _, ok := w.series[k.id]; ok && k.at <= now {
+			due = append(due, k)
+		}
+	}
+	slices.SortFunc(due, func(a, b rowKey) int { return int(a.at - b.at) })
+	for _, k := range due {
+		crash := rng.IntN(8)
+		if r := w.rows[k]; r.live && !r.marked {
+			var next []Occurrence
+			if (k.at-w.series[k.id])/seriesEvery+1 < seriesCount {
+				next = []Occurrence{{ID: k.id, Name: "series", At: k.at + seriesEvery}}
+				w.put(rowKey{k.id, next[0].At}, false)
+				w.index[rowKey{k.id, next[0].At}] = true
+			}
+			if crash == 1 {
+				return
+			}
+			for _, wr := range Track(next) {
+				w.ids[wr.ID] = w.ids[wr.ID].Apply(wr)
+			}
+			if crash == 2 {
+				return
+			}
+			st := w.ids[k.id]
+			for _, m := range Stopped(next, []State{st}[:len(next)]) {
+				w.put(rowKey{m.ID, m.At}, true)
+			}
+			if !st.Cancelled {
+				w.sent[k.id] = append(w.sent[k.id], sent{k.at, now})
+			}
+		}
+		if crash == 3 {
+			return
+		}
+		delete(w.index, k)
+	}
 }
 
 func (w *world) put(k rowKey, marker bool) {
@@ -181,11 +232,19 @@ const (
 	scResched            // submit, reschedule, close in time, any order
 	scStale              // reschedule of an unknown id, a submit well after its grace
 	scGhost              // reschedule of an id never submitted
+	scSeries             // a recurring task, a cancel by id alone at a random time or none
 	scenarios
+)
+
+// A series is due at due, due+every, … seriesCount times.
+const (
+	seriesEvery = 20_000 // ms
+	seriesCount = 3
 )
 
 type idCase struct {
 	kind        int
+	cancel      int // the series' cancel by id, -1 none
 	id          uint64
 	due, to     int64
 	submit, res int // message numbers, -1 none
@@ -228,7 +287,7 @@ func (s *sim) generate(ids int) {
 		return start + lo.Milliseconds() + s.rng.Int64N((hi-lo).Milliseconds()+1)
 	}
 	for k := range ids {
-		c := idCase{kind: s.rng.IntN(scenarios), id: uint64(k + 1), submit: -1, res: -1}
+		c := idCase{kind: s.rng.IntN(scenarios), id: uint64(k + 1), submit: -1, res: -1, cancel: -1}
 		c.due = start + time.Hour.Milliseconds() + s.rng.Int64N(1000)*1000
 		c.to = c.due + (1+s.rng.Int64N(100))*1000
 		name := fmt.Sprint("t", c.id)
@@ -254,6 +313,13 @@ func (s *sim) generate(ids int) {
 			c.submit = s.produce(sub, t0+(grace+margin+time.Duration(s.rng.IntN(60))*time.Second).Milliseconds())
 		case scGhost:
 			c.res = s.produce(Op{ID: c.id, Name: name, Kind: Reschedule, At: c.to}, t0)
+		case scSeries:
+			c.due = t0 + s.rng.Int64N(60_000)
+			c.submit = s.produce(Op{ID: c.id, Name: name, Kind: Submit, At: c.due}, t0)
+			s.w.series[c.id] = c.due
+			if s.rng.IntN(2) == 0 {
+				c.cancel = s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, t0+s.rng.Int64N(90_000))
+			}
 		}
 		s.cases = append(s.cases, c)
 	}
@@ -270,8 +336,10 @@ func (s *sim) run() {
 	}
 	var wait [2]int64
 	var size [2]int
-	for len(queue[0])+len(queue[1]) > 0 {
+	horizon := s.now + (10 * time.Minute).Milliseconds()
+	for len(queue[0])+len(queue[1]) > 0 || s.now < horizon {
 		s.now += s.rng.Int64N(3000)
+		s.w.scan(s.now, s.rng)
 		p := s.rng.IntN(2)
 		q := queue[p]
 		if len(q) == 0 || q[0].Recorded > s.now || wait[p] > s.now {
@@ -304,6 +372,10 @@ func (s *sim) check() []string {
 	var errs []string
 	failed := func(n int) bool { _, ok := s.w.failed[n]; return n >= 0 && ok }
 	for _, c := range s.cases {
+		if c.kind == scSeries {
+			errs = append(errs, s.checkSeries(c)...)
+			continue
+		}
 		got := s.w.delivered(c.id)
 		want := c.expect(failed(c.res))
 		if !slices.Equal(got, want) {
@@ -335,6 +407,33 @@ func (s *sim) check() []string {
 
 var modelSeed = flag.Uint64("model.seed", 0, "first seed of TestModel (0: from the clock)")
 
+// checkSeries: a series is delivered in full, in order, each occurrence
+// once (again only after a scanner crash), unless cancelled by id: then it
+// is a prefix of that, and nothing is delivered after the cancel's batch
+// was done.
+func (s *sim) checkSeries(c idCase) []string {
+	var errs []string
+	var dues []int64
+	for _, d := range s.w.sent[c.id] {
+		if c.cancel >= 0 && d.when > s.w.decided[c.cancel] {
+			errs = append(errs, fmt.Sprintf("series %d: occurrence %d delivered at %d, after its cancel at %d", c.id, d.at, d.when, s.w.decided[c.cancel]))
+		}
+		if !slices.Contains(dues, d.at) {
+			dues = append(dues, d.at)
+		}
+	}
+	for k, at := range dues {
+		if at != c.due+int64(k)*seriesEvery {
+			errs = append(errs, fmt.Sprintf("series %d: delivered %v, want a prefix of the series from %d", c.id, dues, c.due))
+			break
+		}
+	}
+	if c.cancel < 0 && len(dues) != seriesCount {
+		errs = append(errs, fmt.Sprintf("series %d: delivered %v, want %d occurrences", c.id, dues, seriesCount))
+	}
+	return errs
+}
+
 // TestModel runs 10,000 seeded interleavings of 8 ids each (about 1 s); a
 // failure names its seed, which `go test -run TestModel -model.seed N`
 // replays first.
@@ -349,7 +448,8 @@ func TestModel(t *testing.T) {
 		s := &sim{
 			rng: rand.New(rand.NewPCG(seed, 0)),
 			w: &world{rows: map[rowKey]row{}, index: map[rowKey]bool{}, ids: map[uint64]State{},
-				flags: map[uint64]bool{}, failed: map[int]string{}, decided: map[int]int64{}, written: map[uint64]int64{}},
+				flags: map[uint64]bool{}, failed: map[int]string{}, decided: map[int]int64{}, written: map[uint64]int64{},
+				series: map[uint64]int64{}, sent: map[uint64][]sent{}},
 			now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
 		}
 		s.generate(8)
