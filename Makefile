@@ -41,10 +41,14 @@ unit:
 
 # The full suite: brings the stack up when it is not, runs vet and every test
 # (integration tests included) with the race detector, and stops the stack
-# again when it started it, whatever the outcome. e2e/fault, the longest
-# package (~11 min, within the 30 min timeout), starts and removes a second,
-# private stack of its own on other ports (heaps 384m + 768m) and takes its
-# services away; the shared stack is never touched.
+# again when it started it, whatever the outcome. e2e/fault and
+# e2e/failover, the longest packages (~11 min each, within the 30 min
+# timeout; go test runs two packages at a time on 2 cores, so they may
+# overlap), start and remove private stacks of their own on other ports
+# (e2e/fault: heaps 384m + 768m; e2e/failover: a CLUSTER=1 stack of seven
+# JVMs, about 3.5 GB) and take their services away; the shared stack is
+# never touched. e2e/secure (~3 min) starts a private SECURE=1 Kafka and
+# Redis (29292-29294, 26379) the same way.
 test:
 	@deploy/local/tools
 	@mkdir -p .local

@@ -2,6 +2,7 @@ package delayq
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/bwmarrin/snowflake"
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
 
 	"github.com/delayq/delayq/internal/version"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
@@ -41,6 +44,13 @@ var (
 type Config struct {
 	// Brokers are the Kafka bootstrap addresses (default 127.0.0.1:9092).
 	Brokers []string
+	// TLS, when set, connects to the brokers with TLS (a CA in RootCAs, a
+	// client certificate in Certificates for mutual TLS). SASL, when set,
+	// authenticates with it: plain.Mechanism or scram.Mechanism of
+	// github.com/segmentio/kafka-go/sasl. A refused login or a failed TLS
+	// handshake comes back as an error that says so (*kafkaauth.Error).
+	TLS  *tls.Config
+	SASL sasl.Mechanism
 	// Node is the snowflake node id, 0..1023, of the ids the client makes
 	// for tasks without an ID (default 0). It must be unique per running
 	// process among all processes that submit tasks at the same time.
@@ -138,6 +148,7 @@ type Receipt struct {
 type Client struct {
 	cfg    Config
 	node   *snowflake.Node
+	auth   *kafkaauth.Auth // nil: plaintext
 	w      *kafka.Writer
 	once   sync.Once
 	mu     sync.RWMutex // guards closed against in-flight writes
@@ -161,13 +172,15 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delayq: snowflake node %d: %w", cfg.Node, err)
 	}
+	auth := kafkaauth.New(cfg.TLS, cfg.SASL)
 	w := producer.New(producer.Config{
 		Brokers:      cfg.Brokers,
+		Auth:         auth,
 		BatchTimeout: cfg.BatchTimeout,
 		Logger:       cfg.Logger,
 		ClientID:     version.Get().ClientID("delayq-go"),
 	})
-	return &Client{cfg: cfg, node: node, w: w, now: time.Now}, nil
+	return &Client{cfg: cfg, node: node, auth: auth, w: w, now: time.Now}, nil
 }
 
 // NewID returns a fresh snowflake id as the decimal string Submit would use.
@@ -308,6 +321,7 @@ func (c *Client) Close() error {
 		c.closed = true
 		c.mu.Unlock()
 		err = c.w.Close()
+		c.auth.Close()
 	})
 	return err
 }
@@ -318,7 +332,7 @@ func (c *Client) write(ctx context.Context, m kafka.Message) error {
 	if c.closed {
 		return ErrClosed
 	}
-	return c.w.WriteMessages(ctx, m)
+	return c.auth.Explain(c.w.WriteMessages(ctx, m))
 }
 
 // checkTask validates t and returns its due time, truncated to milliseconds.

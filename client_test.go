@@ -430,14 +430,14 @@ func TestRealStack(t *testing.T) {
 	nanos := time.Now().UnixNano()
 	suffix := strconv.FormatInt(nanos, 10)
 	input, slow, failed := "dqtest-client-in-"+suffix, "dqtest-client-slow-"+suffix, "dqtest-client-failed-"+suffix
-	if err := topics.Ensure(ctx, brokers, []topics.Spec{
+	if err := topics.Ensure(ctx, brokers, nil, []topics.Spec{
 		{Name: input, Partitions: 2}, {Name: slow, Partitions: 1}, {Name: failed, Partitions: 1},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	const salts = 2
 	table := "delayq_test_client_" + suffix
-	if err := hbase.CreateTable(ctx, zk, table, salts); err != nil {
+	if err := hbase.CreateTable(ctx, zk, "", table, salts); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })

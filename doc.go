@@ -33,6 +33,16 @@
 // then the second task overwrites the first one when both are due at the same
 // millisecond.
 //
+// # Secured Kafka
+//
+// Config.TLS connects with TLS (a *tls.Config: RootCAs for a private CA,
+// Certificates for mutual TLS); Config.SASL authenticates with a kafka-go
+// SASL mechanism: plain.Mechanism, or scram.Mechanism(scram.SHA256 or
+// scram.SHA512, user, password) of github.com/segmentio/kafka-go/sasl. A
+// refused login or a failed TLS handshake comes back as one line that says
+// so (a *kafkaauth.Error: "kafka: SASL authentication failed for user
+// ...", "kafka: TLS handshake: certificate signed by unknown authority").
+//
 // # Goroutines and lifecycle
 //
 // A Client is safe for concurrent use; concurrent Submits share the kafka-go

@@ -2,15 +2,18 @@ package delayq_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"strconv"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 )
 
 // A task due in ten minutes, delivered to the business topic "orders" with
@@ -109,6 +112,37 @@ func ExampleClient_Cancel() {
 	//   delay-op: cancel
 	//   delay-id: job-9
 	//   delay-at: the due time in unix ms
+}
+
+// A Kafka that wants SASL/SCRAM-SHA-512 (and, as usual with SASL, TLS: set
+// Config.TLS, for example to &tls.Config{RootCAs: pool} with the CA that
+// signed the brokers' certificates). Take the password from your secret
+// store or the environment, never from the command line.
+func Example_secured() {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "delay-input", "delay-input-slow"),
+		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "delayq", "s3cret"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cluster.Close()
+
+	for _, password := range []string{"wrong", "s3cret"} {
+		mech, err := scram.Mechanism(scram.SHA512, "delayq", password)
+		if err != nil {
+			log.Fatal(err)
+		}
+		c, err := delayq.New(delayq.Config{Brokers: cluster.ListenAddrs(), SASL: mech, Node: 4})
+		if err != nil {
+			log.Fatal(err)
+		}
+		_, err = c.Submit(context.Background(), delayq.Task{Topic: "orders", After: time.Minute, Value: []byte("hi")})
+		var authErr *kafkaauth.Error
+		fmt.Printf("password %q: submitted %v, login refused %v\n", password, err == nil, errors.As(err, &authErr))
+		c.Close()
+	}
+	// Output:
+	// password "wrong": submitted false, login refused true
+	// password "s3cret": submitted true, login refused false
 }
 
 // fakeKafka starts an in-process Kafka holding delayq's input topics with

@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/failed"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 )
@@ -45,10 +46,11 @@ func (c canceller) Cancel(ctx context.Context, id string, execAt int64) error {
 // consumer group, nothing committed) and replays the picked ones with
 // kafka/failed, as delayctl replay does: to the input lane they came from,
 // without delay-error and delay-source-*, traceable by delay-replay-of.
-func NewFailedTopic(brokers []string, w Writer) FailedTopic {
+// auth secures the connections (nil: plaintext).
+func NewFailedTopic(brokers []string, auth *kafkaauth.Auth, w Writer) FailedTopic {
 	return &failedTopic{
-		client: &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second},
-		cfg:    failed.Config{Brokers: brokers}, w: w, topic: topics.Failed,
+		client: &kafka.Client{Addr: kafka.TCP(brokers...), Transport: auth.Transport(), Timeout: 10 * time.Second},
+		cfg:    failed.Config{Brokers: brokers, Auth: auth}, w: w, topic: topics.Failed,
 	}
 }
 

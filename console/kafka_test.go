@@ -48,7 +48,7 @@ func TestKafkaFailedTopicAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f := NewFailedTopic(brokers, w)
+	f := NewFailedTopic(brokers, nil, w)
 	all, err := f.Browse(ctx, FailedQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)

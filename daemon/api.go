@@ -25,6 +25,8 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 	}
 	c, err := delayq.New(delayq.Config{
 		Brokers: d.cfg.Brokers,
+		TLS:     d.auth.TLS(),
+		SASL:    d.auth.SASL(),
 		Node:    int64(binary.BigEndian.Uint16(b[:]) % (delayq.MaxNode + 1)),
 		Logger:  d.opts.Logger,
 	})

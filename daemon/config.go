@@ -11,6 +11,7 @@ import (
 	"github.com/delayq/delayq/ingest"
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/redisconn"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
@@ -64,6 +65,9 @@ type Config struct {
 	// HBaseLegacyCells writes task rows in the multi-cell layout older
 	// delayd read (hbase.Config.LegacyCells), during a rolling upgrade.
 	HBaseLegacyCells bool
+	// ReplicationFactor of the topics delayd creates; 0: the brokers'
+	// default.replication.factor.
+	ReplicationFactor int
 
 	// How to reach Redis beyond the addresses (package redisconn): one
 	// address in Redis is a single Redis, several are Redis Cluster seeds;
@@ -75,6 +79,16 @@ type Config struct {
 	RedisUsername string
 	RedisPassword string
 	RedisTLS      bool
+	// RedisTLSCA, RedisTLSCert and RedisTLSKey are PEM files: the CA that
+	// verifies Redis, and the client certificate and key of mutual TLS.
+	RedisTLSCA, RedisTLSCert, RedisTLSKey string
+
+	// Kafka secures every Kafka connection (TLS, SASL; package
+	// kafka/kafkaauth). Its password is never logged.
+	Kafka kafkaauth.Config
+	// HBaseZKRoot is HBase's znode parent in ZooKeeper
+	// (zookeeper.znode.parent); default /hbase.
+	HBaseZKRoot string
 
 	// Console serves the web console under /ui/ on HTTP (package console);
 	// off in a zero Config, on in delayd (--console). ConsoleWrite enables
@@ -131,6 +145,7 @@ func (c *Config) setDefaults() {
 	}
 	def(&c.Redis, zset.DefaultAddr)
 	def(&c.HBaseZK, hbase.DefaultZK)
+	def(&c.HBaseZKRoot, hbase.DefaultZKRoot)
 	def(&c.Table, hbase.DefaultTable)
 	def(&c.Prefix, zset.DefaultPrefix)
 	def(&c.HTTP, DefaultHTTP)
@@ -206,6 +221,9 @@ func (c *Config) Validate() error {
 	if c.Partitions < 1 {
 		bad("partitions: %d must be at least 1", c.Partitions)
 	}
+	if c.ReplicationFactor < 0 {
+		bad("replication-factor: %d is negative", c.ReplicationFactor)
+	}
 	if c.ScanWorkers < 1 {
 		bad("scan-workers: %d must be at least 1", c.ScanWorkers)
 	}
@@ -230,6 +248,12 @@ func (c *Config) Validate() error {
 	if err := rc.Validate(); err != nil {
 		bad("redis: %w", err)
 	}
+	if err := c.Kafka.Validate(); err != nil {
+		bad("kafka: %w", err)
+	}
+	if !strings.HasPrefix(c.HBaseZKRoot, "/") {
+		bad("hbase-zk-root: %q is not a znode path (/...)", c.HBaseZKRoot)
+	}
 	return errors.Join(errs...)
 }
 
@@ -238,6 +262,7 @@ func (c *Config) redisConn() redisconn.Config {
 	return redisconn.Config{
 		Addrs: redisconn.SplitAddrs(c.Redis), MasterName: c.RedisMaster, Cluster: c.RedisCluster,
 		Username: c.RedisUsername, Password: c.RedisPassword, TLS: c.RedisTLS,
+		TLSCA: c.RedisTLSCA, TLSCert: c.RedisTLSCert, TLSKey: c.RedisTLSKey,
 	}
 }
 

@@ -51,7 +51,7 @@ func (d *Daemon) attachConsole(ix *zset.Index, store Store, w *kafka.Writer, h *
 	}
 	d.console.Attach(console.Backends{
 		Index: ix, Store: store, Canceller: console.NewCanceller(w),
-		Failed: console.NewFailedTopic(d.cfg.Brokers, w),
+		Failed: console.NewFailedTopic(d.cfg.Brokers, d.auth, w),
 		Health: h,
 	})
 }

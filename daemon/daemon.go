@@ -28,6 +28,7 @@ import (
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/internal/version"
 	"github.com/delayq/delayq/internal/watermark"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
@@ -79,6 +80,10 @@ type Daemon struct {
 	reg    *prometheus.Registry
 	ready  atomic.Bool
 	health atomic.Pointer[health] // set once the backends are connected
+	auth   *kafkaauth.Auth        // TLS and SASL of every Kafka connection; nil: plaintext
+	// startErr is the last failure of a setup step, shown by /readyz
+	// while delayd starts; nil once the step succeeded.
+	startErr atomic.Pointer[string]
 
 	console *console.Console // nil unless Config.Console
 }
@@ -94,7 +99,11 @@ func New(cfg Config, opts Options) (*Daemon, error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
-	d := &Daemon{cfg: cfg, opts: opts, log: opts.Logger.With("component", "delayd"), reg: reg}
+	auth, err := cfg.Kafka.Load()
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg, opts: opts, log: opts.Logger.With("component", "delayd"), reg: reg, auth: auth}
 	if err := d.newConsole(); err != nil {
 		return nil, err
 	}
@@ -137,9 +146,13 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	}
 	// Setup waits for its dependencies as long as it takes, like the roles.
 	setup := retry.Policy{CallTimeout: 30 * time.Second}
-	if err := startup.Do(ctx, "create topics", setup, func(ctx context.Context) error {
-		return topics.Ensure(ctx, cfg.Brokers, topics.Defaults(cfg.Partitions))
-	}); err != nil {
+	if err := startup.Do(ctx, "create topics", setup, d.noteStart("create topics", func(ctx context.Context) error {
+		specs := topics.Defaults(cfg.Partitions)
+		for i := range specs {
+			specs[i].ReplicationFactor = cfg.ReplicationFactor
+		}
+		return topics.Ensure(ctx, cfg.Brokers, d.auth, specs)
+	})); err != nil {
 		return err
 	}
 	store, storeDesc := d.opts.Store, "in-memory (nothing kept across restarts)"
@@ -149,14 +162,15 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		// that is fatal, not an outage to wait out.
 		tableSetup := setup
 		tableSetup.Permanent = func(err error) bool { return errors.Is(err, hbase.ErrSaltsMismatch) }
-		if err := startup.Do(ctx, "create table", tableSetup, func(ctx context.Context) error {
-			return hbase.CreateTable(ctx, cfg.HBaseZK, cfg.Table, cfg.Salts)
-		}); err != nil {
+		if err := startup.Do(ctx, "create table", tableSetup, d.noteStart("create table", func(ctx context.Context) error {
+			return hbase.CreateTable(ctx, cfg.HBaseZK, cfg.HBaseZKRoot, cfg.Table, cfg.Salts)
+		})); err != nil {
 			return err
 		}
 		hb, err := hbase.New(hbase.Config{
-			ZK: cfg.HBaseZK, Table: cfg.Table, Salts: cfg.Salts, Retention: cfg.Retention, MaxDelay: cfg.MaxDelay, LegacyCells: cfg.HBaseLegacyCells,
-			Logger: d.opts.Logger, Registerer: d.reg,
+			ZK: cfg.HBaseZK, ZKRoot: cfg.HBaseZKRoot, Table: cfg.Table, Salts: cfg.Salts, Retention: cfg.Retention, MaxDelay: cfg.MaxDelay,
+			LegacyCells: cfg.HBaseLegacyCells,
+			Logger:      d.opts.Logger, Registerer: d.reg,
 		})
 		if err != nil {
 			return fmt.Errorf("hbase store: %w", err)
@@ -171,23 +185,23 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	defer rdb.Close()
 	pingRedis := setup
 	pingRedis.Permanent = func(err error) bool { return errors.Is(err, redisconn.ErrClusterNode) }
-	if err := startup.Do(ctx, "ping redis", pingRedis, func(ctx context.Context) error {
+	if err := startup.Do(ctx, "ping redis", pingRedis, d.noteStart("ping redis", func(ctx context.Context) error {
 		return redisconn.Ping(ctx, rdb)
-	}); err != nil {
+	})); err != nil {
 		return err
 	}
 	ix, err := zset.New(rdb, zset.Config{Prefix: cfg.Prefix, Segment: cfg.Segment, Shards: cfg.Shards, Fill: cfg.ZsetFill, Registerer: d.reg})
 	if err != nil {
 		return err
 	}
-	w := producer.New(producer.Config{Brokers: cfg.Brokers, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd"), AutoCreateTopics: d.opts.AutoCreateTopics})
+	w := producer.New(producer.Config{Brokers: cfg.Brokers, Auth: d.auth, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd"), AutoCreateTopics: d.opts.AutoCreateTopics})
 	defer w.Close()
 
 	var roles []func(context.Context) error
 	decode := payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: topics.Allow(cfg.AllowTopics)}
 	if cfg.has(RoleIngest) {
 		in, err := ingest.New(ingest.Config{
-			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
+			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
 			Decode: decode,
 			Marks:  ix, Retention: cfg.Retention, Logger: d.opts.Logger, Registerer: d.reg,
 		}, store, ix, w)
@@ -211,7 +225,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 			return err
 		}
 		sc, err := scanner.New(scanner.Config{
-			Brokers: cfg.Brokers, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
+			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
 			MaxDelay: cfg.MaxDelay, Hold: hold, Logger: d.opts.Logger, Registerer: d.reg,
 		}, ix, store, w)
 		if err != nil {
@@ -251,7 +265,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		<-healthDone
 	}()
 	d.ready.Store(true)
-	d.log.Info("delayd ready", "roles", cfg.Roles, "brokers", cfg.Brokers, "redis", cfg.redisConn(),
+	d.log.Info("delayd ready", "roles", cfg.Roles, "brokers", cfg.Brokers, "kafka", cfg.Kafka, "redis", cfg.redisConn(),
 		"store", storeDesc, "tick", cfg.Tick.String(), "http", cfg.HTTP)
 	err = g.Wait()
 	d.ready.Store(false)
@@ -277,7 +291,7 @@ func (d *Daemon) handler() http.Handler {
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !d.ready.Load() {
-			http.Error(w, "not ready: starting", http.StatusServiceUnavailable)
+			http.Error(w, "not ready: starting"+d.startFailure(), http.StatusServiceUnavailable)
 			return
 		}
 		if down := d.health.Load().failing(); len(down) > 0 {
@@ -294,11 +308,11 @@ func (d *Daemon) handler() http.Handler {
 // to each (Kafka metadata, Redis PING, an HBase Get of a row that does not
 // exist), never a log line or an open port.
 func (d *Daemon) probes(rdb redis.UniversalClient, store Store) []probe {
-	client := &kafka.Client{Addr: kafka.TCP(d.cfg.Brokers...), Timeout: probeTimeout}
+	client := &kafka.Client{Addr: kafka.TCP(d.cfg.Brokers...), Transport: d.auth.Transport(), Timeout: probeTimeout}
 	ps := []probe{
 		{DepKafka, func(ctx context.Context) error {
 			_, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topics.Scan}})
-			return err
+			return d.auth.Explain(err)
 		}},
 		{DepRedis, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 	}

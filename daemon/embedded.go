@@ -10,6 +10,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -20,6 +21,9 @@ import (
 // backends listen, with the addresses actually served.
 func Embedded(ctx context.Context, cfg Config, opts Options, banner func(brokers, redis string)) error {
 	cfg.setDefaults()
+	if cfg.Kafka != (kafkaauth.Config{}) {
+		return fmt.Errorf("--kafka-tls*, --kafka-sasl*: embedded mode serves plaintext Kafka without SASL (%s)", cfg.Kafka)
+	}
 	if len(cfg.Brokers) != 1 {
 		return fmt.Errorf("--brokers: embedded mode serves one address, got %d", len(cfg.Brokers))
 	}

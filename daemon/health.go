@@ -34,6 +34,29 @@ const (
 	probeTimeout = 2 * time.Second
 )
 
+// noteStart wraps the setup step op so that its last failure shows on
+// /readyz while delayd starts (startFailure).
+func (d *Daemon) noteStart(op string, fn func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := fn(ctx)
+		if err == nil {
+			d.startErr.Store(nil)
+			return nil
+		}
+		msg := op + ": " + err.Error()
+		d.startErr.Store(&msg)
+		return err
+	}
+}
+
+// startFailure is ": <step>: <error>" while a setup step fails, else "".
+func (d *Daemon) startFailure() string {
+	if msg := d.startErr.Load(); msg != nil {
+		return ": " + *msg
+	}
+	return ""
+}
+
 // probe asks one dependency whether it answers, with a real call.
 type probe struct {
 	dep   string

@@ -32,7 +32,7 @@ func TestRealStackDispatcherEmitsDueZsetsOnly(t *testing.T) {
 	defer cancel()
 
 	topic := prefix + "-scan"
-	if err := topics.Ensure(ctx, brokers, []topics.Spec{{Name: topic, Partitions: 1, ReplicationFactor: 1}}); err != nil {
+	if err := topics.Ensure(ctx, brokers, nil, []topics.Spec{{Name: topic, Partitions: 1, ReplicationFactor: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -24,7 +24,7 @@ func TestEmbedded(t *testing.T) {
 	topic := e.Topic("orders")
 	out, failed := e.Collect(topic), e.Collect(topics.Failed)
 	e2etest.WaitFor(t, 30*time.Second, "delay-input to exist", func() bool {
-		return topics.Ensure(context.Background(), e.Brokers, []topics.Spec{{Name: topics.Input}}) == nil
+		return topics.Ensure(context.Background(), e.Brokers, nil, []topics.Spec{{Name: topics.Input}}) == nil
 	})
 
 	w := e.NewWorkload(topic, 1000, 50, 8*time.Second, time.Now())

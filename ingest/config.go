@@ -10,6 +10,7 @@ import (
 
 	"github.com/delayq/delayq/internal/watermark"
 	"github.com/delayq/delayq/kafka/consumer"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 )
@@ -49,6 +50,8 @@ var ErrConfig = errors.New("ingest: invalid config")
 type Config struct {
 	// Brokers are the Kafka bootstrap addresses. Required.
 	Brokers []string
+	// Auth secures the Kafka connections (TLS, SASL); nil: plaintext.
+	Auth *kafkaauth.Auth
 	// GroupID is the consumer group that shares the partitions of Input and
 	// Slow among the ingesters. Default "delayq-ingest".
 	GroupID string

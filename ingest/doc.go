@@ -8,7 +8,10 @@
 // Run joins the consumer group (kafka-go's ConsumerGroup, over both topics)
 // and, for each generation, starts one goroutine per assigned partition of
 // either topic (a lane) with its own partition reader, positioned at the
-// generation's committed offset. A lane loops: fetch a batch (until
+// generation's committed offset. The reader (package kafka/committed)
+// reads read-committed: records of aborted transactions and transaction
+// markers never reach the lane, and an open transaction holds back what
+// follows it in its partition until it ends. A lane loops: fetch a batch (until
 // BatchSize messages or BatchWait after the first one; a slow-topic lane
 // takes a token from a bucket of SlowRate messages/s, shared by all slow
 // lanes of the process, before each message), handle it, commit the offset

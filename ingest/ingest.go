@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/internal/retry"
+	"github.com/delayq/delayq/kafka/committed"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
@@ -68,6 +69,7 @@ type Ingester struct {
 	backoff retry.Backoff // of every retried call; zero: retry's defaults
 	offsets endOffsets    // log end offsets, for the watermarks
 	running atomic.Bool
+	ahead   storedAhead // batches stored whose commit a generation's end refused
 }
 
 // New checks cfg and returns an Ingester that stores tasks in store and ix and
@@ -107,7 +109,7 @@ func New(cfg Config, store Store, ix Index, w Writer) (*Ingester, error) {
 		log:     log,
 		m:       m,
 		stage:   stage,
-		offsets: kafkaOffsets(cfg.Brokers, cfg.CallTimeout),
+		offsets: kafkaOffsets(cfg.Brokers, cfg.Auth, cfg.CallTimeout),
 	}, nil
 }
 
@@ -125,7 +127,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 	defer in.running.Store(false)
 
 	group, err := consumer.NewGroup(consumer.GroupConfig{
-		ID: in.cfg.GroupID, Brokers: in.cfg.Brokers, Topics: []string{in.cfg.Input, in.cfg.Slow}, Logger: in.cfg.Logger,
+		ID: in.cfg.GroupID, Brokers: in.cfg.Brokers, Auth: in.cfg.Auth, Topics: []string{in.cfg.Input, in.cfg.Slow}, Logger: in.cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("ingest: consumer group %s: %w", in.cfg.GroupID, err)
@@ -156,11 +158,19 @@ func (in *Ingester) Run(ctx context.Context) error {
 func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generation, lim *limiter) error {
 	var lanes []lane
 	assigned := map[string][]int{}
+	resumed := map[string]map[int]int64{}
 	for _, topic := range []string{in.cfg.Input, in.cfg.Slow} {
 		for _, a := range gen.Assignments[topic] {
+			offset := in.ahead.start(topic, a.ID, a.Offset)
+			if offset != a.Offset {
+				if resumed[topic] == nil {
+					resumed[topic] = map[int]int64{}
+				}
+				resumed[topic][a.ID] = offset
+			}
 			prog := &progress{}
-			prog.next.Store(a.Offset)
-			r, err := in.newReader(topic, a.ID, a.Offset, prog)
+			prog.next.Store(offset)
+			r, err := in.newReader(topic, a.ID, offset)
 			if err != nil {
 				// Unreachable for a fresh reader without a group; without a
 				// position nothing can be read, so sit the generation out.
@@ -185,37 +195,33 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 	in.log.Info("generation started", "generation", gen.ID, "member", gen.MemberID,
 		"input_partitions", slices.Sorted(slices.Values(assigned[in.cfg.Input])),
 		"slow_partitions", slices.Sorted(slices.Values(assigned[in.cfg.Slow])))
-	err := in.generation(ctx, gctx, &serialCommitter{c: gen}, lanes)
+	c := &serialCommitter{c: gen}
+	if len(resumed) > 0 {
+		// The batches the last generation stored but could not commit:
+		// committed now, or with the lane's first batch.
+		err := c.CommitOffsets(resumed)
+		in.log.Info("resuming after batches stored in the last generation", "offsets", resumed, "commit_err", err)
+	}
+	err := in.generation(ctx, gctx, c, lanes)
 	in.log.Info("generation ended", "generation", gen.ID)
 	return err
 }
 
-// newReader returns a reader of one partition positioned at offset (a
-// committed offset, or kafka.FirstOffset), its queue as deep as a batch
-// but at most maxQueue messages.
-func (in *Ingester) newReader(topic string, partition int, offset int64, prog *progress) (*kafka.Reader, error) {
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:       in.cfg.Brokers,
-		Topic:         topic,
-		Partition:     partition,
-		MinBytes:      1,
-		MaxBytes:      16 << 20, // room for input of payload's MaxPayload and more
-		MaxWait:       fetchMaxWait,
-		QueueCapacity: min(in.cfg.BatchSize, maxQueue),
-		ErrorLogger:   kafka.LoggerFunc(func(string, ...any) { prog.readerError() }),
+// newReader returns a read-committed reader of one partition positioned
+// at offset (a committed offset, or kafka.FirstOffset): records of aborted
+// transactions and transaction markers never reach ingest (package
+// kafka/committed says why kafka-go's Reader cannot do that).
+func (in *Ingester) newReader(topic string, partition int, offset int64) (fetcher, error) {
+	r, err := committed.NewReader(committed.Config{
+		Brokers: in.cfg.Brokers, Auth: in.cfg.Auth, Topic: topic, Partition: partition, Offset: offset,
+		MaxBytes: 16 << 20, // room for input of payload's MaxPayload and more
+		MaxWait:  fetchMaxWait,
 	})
-	if err := r.SetOffset(offset); err != nil {
-		_ = r.Close()
-		return nil, fmt.Errorf("ingest: %s/%d: set offset %d: %w", topic, partition, offset, err)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %s/%d: %w", topic, partition, err)
 	}
 	return r, nil
 }
-
-// maxQueue caps a partition reader's queue of fetched messages, which
-// kafka-go keeps full: with payloads of up to payload.DefaultMaxPayload
-// (1 MiB) a queue of BatchSize (4000) could hold 4 GiB a partition. A
-// batch fills from the queue while the reader refills it.
-const maxQueue = 1000
 
 // fetchMaxWait is how long a partition reader's fetch waits on the broker
 // for new input.

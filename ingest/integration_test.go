@@ -48,7 +48,7 @@ func newRealStack(t *testing.T, ctx context.Context) *realStack {
 		group:     "dqtest-ingest-" + suffix,
 		redisAddr: raddr,
 	}
-	err := topics.Ensure(ctx, brokers, []topics.Spec{
+	err := topics.Ensure(ctx, brokers, nil, []topics.Spec{
 		{Name: s.input, Partitions: 3, ReplicationFactor: 1},
 		{Name: s.slow, Partitions: 2, ReplicationFactor: 1},
 		{Name: s.failed, Partitions: 2, ReplicationFactor: 1},
@@ -59,7 +59,7 @@ func newRealStack(t *testing.T, ctx context.Context) *realStack {
 
 	const salts = 4
 	table := fmt.Sprintf("delayq_test_ingest_%d", nanos)
-	if err := hbase.CreateTable(ctx, zk, table, salts); err != nil {
+	if err := hbase.CreateTable(ctx, zk, "", table, salts); err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
 	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })

@@ -90,7 +90,10 @@ func (in *Ingester) consume(ctx, gctx context.Context, c committer, l lane) erro
 	defer cancelWork()
 	defer in.m.lag.set(l.topic, l.partition, -1)
 
-	fetchPolicy := retry.Policy{Backoff: in.backoff}
+	// A partition with no new input (delay-input-slow, mostly) waits in
+	// its fetch: after a Kafka outage, 5 s of waiting without an error end
+	// the stall.
+	fetchPolicy := retry.Policy{Backoff: in.backoff, Idle: 5 * time.Second}
 	batch := make([]kafka.Message, 0, in.cfg.BatchSize)
 	for {
 		// A fetch error is a Kafka outage: retried until the broker answers
@@ -110,10 +113,12 @@ func (in *Ingester) consume(ctx, gctx context.Context, c committer, l lane) erro
 						"topic", l.topic, "partition", l.partition, "err", err)
 					return err
 				}
-				// The generation is over; the partition's next owner reads
-				// the batch again (idempotent writes, but a task delivered
-				// meanwhile would come back).
-				in.log.Warn("generation ended before the batch in hand was committed; it will be read again",
+				// The generation is over. If the batch was stored, this
+				// member starts after it should the next generation give
+				// it the partition again; another owner reads the batch
+				// again (idempotent writes, but a task delivered meanwhile
+				// would come back).
+				in.log.Warn("generation ended before the batch in hand was committed; another owner reads it again",
 					"topic", l.topic, "partition", l.partition, "err", err)
 				return nil
 			}
@@ -189,6 +194,7 @@ func (in *Ingester) process(ctx context.Context, c committer, l lane, batch []ka
 	})
 	if err != nil {
 		in.m.commitErrors.Inc()
+		in.ahead.set(l.topic, l.partition, next)
 		return fmt.Errorf("ingest: %s/%d: offsets %d..%d stored, not committed: %w",
 			l.topic, l.partition, first.Offset, last.Offset, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/internal/watermark"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 )
 
 // Marks stores ingest watermarks (zset.Index).
@@ -28,22 +29,23 @@ func (p *progress) idle() { p.idleSince.Store(time.Now().UnixMilli()) }
 // busy notes that the lane stopped waiting.
 func (p *progress) busy() { p.idleSince.Store(0) }
 
-// readerError notes that the lane's reader met an error (it retries by
-// itself): a message may wait unseen, so the lane's idle time restarts.
-func (p *progress) readerError() {
-	if p.idleSince.Load() != 0 {
-		p.idleSince.Store(time.Now().UnixMilli())
-	}
-}
+// Offsets of a partition that endOffsets asks for.
+type offsetKind int
 
-// endOffsets asks Kafka for the log end offsets (first: the start offsets)
-// of topic's partitions.
-type endOffsets func(ctx context.Context, topic string, partitions []int, first bool) (map[int]int64, error)
+const (
+	logEnd    offsetKind = iota // after the last record, committed or not (the high watermark)
+	logStart                    // the first offset kept
+	stableEnd                   // where the first open transaction begins, else logEnd (the last stable offset)
+)
+
+// endOffsets asks Kafka for one kind of offset of topic's partitions.
+type endOffsets func(ctx context.Context, topic string, partitions []int, kind offsetKind) (map[int]int64, error)
 
 // kafkaOffsets is the endOffsets of a kafka-go Client on brokers.
-func kafkaOffsets(brokers []string, timeout time.Duration) endOffsets {
-	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: timeout}
-	return func(ctx context.Context, topic string, partitions []int, first bool) (map[int]int64, error) {
+func kafkaOffsets(brokers []string, auth *kafkaauth.Auth, timeout time.Duration) endOffsets {
+	c := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: auth.Transport(), Timeout: timeout}
+	return func(ctx context.Context, topic string, partitions []int, kind offsetKind) (map[int]int64, error) {
+		first := kind == logStart
 		reqs := make([]kafka.OffsetRequest, len(partitions))
 		for i, p := range partitions {
 			reqs[i] = kafka.LastOffsetOf(p)
@@ -51,9 +53,13 @@ func kafkaOffsets(brokers []string, timeout time.Duration) endOffsets {
 				reqs[i] = kafka.FirstOffsetOf(p)
 			}
 		}
-		res, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+		iso := kafka.ReadUncommitted
+		if kind == stableEnd {
+			iso = kafka.ReadCommitted
+		}
+		res, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}, IsolationLevel: iso})
 		if err != nil {
-			return nil, fmt.Errorf("ingest: list offsets of %s: %w", topic, err)
+			return nil, fmt.Errorf("ingest: list offsets of %s: %w", topic, auth.Diagnose(ctx, c, err))
 		}
 		out := make(map[int]int64, len(partitions))
 		for _, po := range res.Topics[topic] {
@@ -113,7 +119,13 @@ func (in *Ingester) publishMarks(ctx context.Context, lanes []lane) {
 // known, by field.
 func (in *Ingester) marks(ctx context.Context, parts []int, byPart map[int]*progress,
 	trackers map[int]*watermark.Tracker, at int64) (map[string]int64, error) {
-	ends, err := in.offsets(ctx, in.cfg.Input, parts, false)
+	ends, err := in.offsets(ctx, in.cfg.Input, parts, logEnd)
+	if err != nil {
+		return nil, err
+	}
+	// Asked after the ends: a stable offset below its end means a
+	// transaction is open, so the lane cannot see what follows it yet.
+	stable, err := in.offsets(ctx, in.cfg.Input, parts, stableEnd)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +137,7 @@ func (in *Ingester) marks(ctx context.Context, parts []int, byPart map[int]*prog
 	}
 	var starts map[int]int64
 	if len(unknown) > 0 {
-		if starts, err = in.offsets(ctx, in.cfg.Input, unknown, true); err != nil {
+		if starts, err = in.offsets(ctx, in.cfg.Input, unknown, logStart); err != nil {
 			return nil, err
 		}
 	}
@@ -139,7 +151,15 @@ func (in *Ingester) marks(ctx context.Context, parts []int, byPart map[int]*prog
 		if s, ok := starts[p]; ok && next < 0 && s == end {
 			next = end // nothing stored because there is nothing
 		}
-		if w := trackers[p].Observe(at, end, next, byPart[p].idleSince.Load()); w > 0 {
+		idle := byPart[p].idleSince.Load()
+		if s, ok := stable[p]; !ok || s < end {
+			// Not idle but held back by an open transaction: a cancel
+			// written after it is not stored yet, so the watermark waits
+			// for the transaction to end (commit, abort, or the broker's
+			// transaction timeout).
+			idle = 0
+		}
+		if w := trackers[p].Observe(at, end, next, idle); w > 0 {
 			out[watermark.Field(in.cfg.Input, p)] = w
 		}
 	}

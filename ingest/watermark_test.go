@@ -46,13 +46,13 @@ func TestPublishMarks(t *testing.T) {
 		f := newFixture(t, func(c *Config) { c.Marks = marks })
 		var mu sync.Mutex
 		ends := map[int]int64{0: 10, 1: 0}
-		f.in.offsets = func(_ context.Context, topic string, parts []int, first bool) (map[int]int64, error) {
+		f.in.offsets = func(_ context.Context, topic string, parts []int, kind offsetKind) (map[int]int64, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			out := map[int]int64{}
 			for _, p := range parts {
 				out[p] = ends[p]
-				if first {
+				if kind == logStart {
 					out[p] = 0
 				}
 			}
@@ -105,6 +105,61 @@ func TestPublishMarks(t *testing.T) {
 		synctest.Wait()
 		if w := marks.get("delay-input/0"); w < back.UnixMilli() {
 			t.Errorf("after the outage: watermark %v, want after %v", time.UnixMilli(w).Sub(start), back.Sub(start))
+		}
+		cancel()
+		<-done
+	})
+}
+
+// An idle lane whose partition holds an open transaction is not proof that
+// everything before now is stored: a cancel written after the transaction
+// began waits behind it. Its watermark stands still until the transaction
+// ends (here: the broker aborts it; the lane gets nothing, the aborted
+// records and the marker are skipped) and then moves on by idleness.
+func TestPublishMarksOpenTransaction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		marks := &sink{}
+		f := newFixture(t, func(c *Config) { c.Marks = marks })
+		var mu sync.Mutex
+		end, stable := int64(8), int64(5) // a transaction open from offset 5
+		f.in.offsets = func(_ context.Context, topic string, parts []int, kind offsetKind) (map[int]int64, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			out := map[int]int64{}
+			for _, p := range parts {
+				switch kind {
+				case logStart:
+					out[p] = 0
+				case logEnd:
+					out[p] = end
+				case stableEnd:
+					out[p] = stable
+				}
+			}
+			return out, nil
+		}
+		prog := &progress{}
+		prog.next.Store(5) // stored everything before the transaction
+		prog.idle()
+		lanes := []lane{{topic: "delay-input", partition: 0, prog: prog}}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); f.in.publishMarks(ctx, lanes) }()
+
+		start := time.Now()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if w := marks.get("delay-input/0"); w != 0 {
+			t.Errorf("open transaction: watermark %v, want none", time.UnixMilli(w).Sub(start))
+		}
+		mu.Lock()
+		stable = end // aborted by its timeout: records and marker skipped
+		mu.Unlock()
+		aborted := time.Now()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if w := marks.get("delay-input/0"); w < aborted.UnixMilli() {
+			t.Errorf("transaction aborted at %v: watermark %v, want past it", aborted.Sub(start), time.UnixMilli(w).Sub(start))
 		}
 		cancel()
 		<-done

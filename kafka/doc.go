@@ -12,7 +12,11 @@
 //     committer for work that finishes out of order;
 //   - scantask: the wire format of a scan task on delay-scan, owned by
 //     neither the dispatcher that writes it nor the scanner that reads it;
-//   - failed: reading and replaying the delay-failed topic.
+//   - failed: reading and replaying the delay-failed topic;
+//   - kafkaauth: TLS and SASL of every connection, and the one-line
+//     messages of a refused login or a failed TLS handshake;
+//   - committed: the read-committed partition reader of ingest (kafka-go's
+//     Reader delivers aborted records and transaction markers).
 //
 // See docs/ARCHITECTURE.md for where each topic sits in the flow.
 package kafka

@@ -10,6 +10,7 @@ import (
 
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/consumer"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 )
@@ -58,6 +59,8 @@ var ErrConfig = errors.New("scanner: invalid config")
 type Config struct {
 	// Brokers are the Kafka bootstrap addresses. Required.
 	Brokers []string
+	// Auth secures the Kafka connections (TLS, SASL); nil: plaintext.
+	Auth *kafkaauth.Auth
 	// GroupID is the consumer group on Topic. Default "delayq-scanner".
 	GroupID string
 	// Topic carries the scan tasks. Default "delay-scan".

@@ -7,6 +7,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 )
 
@@ -20,6 +21,7 @@ import (
 type confirmed struct {
 	Writer
 	brokers []string
+	auth    *kafkaauth.Auth
 }
 
 // errTopicAppeared replaces an "unknown topic" answer for a topic the
@@ -49,7 +51,7 @@ func (c confirmed) WriteMessages(ctx context.Context, msgs ...kafka.Message) err
 		topic := msgs[i].Topic
 		v, ok := verdict[topic]
 		if !ok {
-			missing, cerr := topics.Missing(ctx, c.brokers, topic)
+			missing, cerr := topics.Missing(ctx, c.brokers, c.auth, topic)
 			switch {
 			case cerr != nil:
 				v = fmt.Errorf("scanner: confirm unknown topic %s: %w", topic, cerr)

@@ -62,7 +62,7 @@ func newStack(ctx context.Context, t *testing.T) *stack {
 	table := fmt.Sprintf("scantest_%d", sfx)
 	st.zk, st.redis, st.table, st.prefix = zk, redisAddr, table, prefix
 
-	if err := topics.Ensure(ctx, brokers, []topics.Spec{
+	if err := topics.Ensure(ctx, brokers, nil, []topics.Spec{
 		{Name: st.scanTopic, Partitions: itPartitions, ReplicationFactor: 1},
 		{Name: st.bizTopic, Partitions: 1, ReplicationFactor: 1},
 		{Name: st.failedTopic, Partitions: 1, ReplicationFactor: 1},
@@ -71,7 +71,7 @@ func newStack(ctx context.Context, t *testing.T) *stack {
 	}
 	t.Cleanup(func() { deleteTopics(brokers, st.scanTopic, st.bizTopic, st.failedTopic) })
 
-	if err := hbase.CreateTable(ctx, zk, table, itSalts); err != nil {
+	if err := hbase.CreateTable(ctx, zk, "", table, itSalts); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })

@@ -151,7 +151,7 @@ func TestMissingTopicRefusedNotCreated(t *testing.T) {
 	if !strings.Contains(reason, "Unknown Topic Or Partition") {
 		t.Errorf("failed message reason %q, want the unknown topic", reason)
 	}
-	if missing, err := topics.Missing(ctx, addrs, "never-made"); err != nil || !missing {
+	if missing, err := topics.Missing(ctx, addrs, nil, "never-made"); err != nil || !missing {
 		t.Errorf("never-made: Missing = %v, %v; the scanner created it", missing, err)
 	}
 }

@@ -71,6 +71,7 @@ func (s *Scanner) consume(ctx, gctx context.Context, p *partition, offset int64)
 
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:   s.cfg.Brokers,
+		Dialer:    s.cfg.Auth.Dialer(0),
 		Topic:     s.cfg.Topic,
 		Partition: p.id,
 		MinBytes:  1,
@@ -103,9 +104,13 @@ func (s *Scanner) consume(ctx, gctx context.Context, p *partition, offset int64)
 		wg.Wait()
 	}()
 
+	// A partition without scan tasks waits in its fetch: after a Kafka
+	// outage, 5 s of waiting without an error end the stall.
+	fetch := s.policy
+	fetch.Idle = 5 * time.Second
 	for {
 		var m kafka.Message
-		err := s.stage.Do(stopCtx, "fetch", s.policy, func(ctx context.Context) (err error) {
+		err := s.stage.Do(stopCtx, "fetch", fetch, func(ctx context.Context) (err error) {
 			m, err = r.FetchMessage(ctx)
 			return err
 		})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/consumer"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
@@ -126,14 +127,14 @@ func (s *Scanner) Run(ctx context.Context) error {
 	}
 	defer s.running.Store(false)
 	group, err := consumer.NewGroup(consumer.GroupConfig{
-		ID: s.cfg.GroupID, Brokers: s.cfg.Brokers, Topics: []string{s.cfg.Topic}, Logger: s.log,
+		ID: s.cfg.GroupID, Brokers: s.cfg.Brokers, Auth: s.cfg.Auth, Topics: []string{s.cfg.Topic}, Logger: s.log,
 	})
 	if err != nil {
 		return fmt.Errorf("scanner: consumer group %s: %w", s.cfg.GroupID, err)
 	}
 	if s.cfg.SingleWriter == nil {
-		w := producer.New(producer.Config{Brokers: s.cfg.Brokers, BatchSize: 1, Logger: s.log})
-		s.single = confirmed{Writer: w, brokers: s.cfg.Brokers}
+		w := producer.New(producer.Config{Brokers: s.cfg.Brokers, Auth: s.cfg.Auth, BatchSize: 1, Logger: s.log})
+		s.single = confirmed{Writer: w, brokers: s.cfg.Brokers, auth: s.cfg.Auth}
 		defer func() {
 			if err := w.Close(); err != nil {
 				s.log.Warn("close single writer", "err", err)
@@ -195,11 +196,18 @@ func (s *Scanner) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 
 	tick := time.NewTicker(s.cfg.CommitInterval)
 	defer tick.Stop()
+	failing := false // one line when commits start failing, one when they succeed again
 	for {
 		select {
 		case <-tick.C:
-			if err := s.commit(gen, parts); err != nil {
-				s.log.Log(ctx, commitLevel(err), "commit failed, committing again later", "generation", gen.ID, "err", err)
+			err := s.commit(gen, parts)
+			switch {
+			case err != nil && !failing:
+				failing = true
+				s.log.Log(ctx, commitLevel(err), "commit failed, committing again every tick until it succeeds", "generation", gen.ID, "err", err)
+			case err == nil && failing:
+				failing = false
+				s.log.Info("commit recovered", "generation", gen.ID)
 			}
 		case <-finished:
 			// Final commit, before the member leaves or rejoins; the
@@ -268,7 +276,7 @@ func commitLevel(err error) slog.Level {
 // while the zset holds due entries). Without the count (the metadata call
 // failed) every scan task is scanned where it comes.
 func (s *Scanner) owner(ctx context.Context) func(zset string, partition int) bool {
-	n, err := partitionCount(ctx, s.cfg.Brokers, s.cfg.Topic)
+	n, err := partitionCount(ctx, s.cfg.Brokers, s.cfg.Auth, s.cfg.Topic)
 	if err != nil {
 		s.log.Warn("partition count unknown: scanning scan tasks wherever they come", "topic", s.cfg.Topic, "err", err)
 		return func(string, int) bool { return true }
@@ -288,12 +296,12 @@ func partitionOf(zset string, n int) int {
 
 // partitionCount asks a broker (not a client's metadata cache) how many
 // partitions topic has.
-func partitionCount(ctx context.Context, brokers []string, topic string) (int, error) {
+func partitionCount(ctx context.Context, brokers []string, auth *kafkaauth.Auth, topic string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var errs []error
 	for _, b := range brokers {
-		conn, err := kafka.DialContext(ctx, "tcp", b)
+		conn, err := auth.Dialer(0).DialContext(ctx, "tcp", b)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -22,6 +22,7 @@ import (
 	"github.com/delayq/delayq/cmd/internal/logging"
 	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/ingest"
+	"github.com/delayq/delayq/internal/connflags"
 	"github.com/delayq/delayq/internal/version"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
@@ -51,7 +52,10 @@ func run(args []string) error {
 	fs.StringVar(&cfg.RedisUsername, "redis-username", "", "Redis ACL user")
 	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "Redis password (prefer DELAYQ_REDIS_PASSWORD: ps shows flags; never logged)")
 	fs.BoolVar(&cfg.RedisTLS, "redis-tls", false, "connect to Redis with TLS (verified against the system roots)")
+	connflags.RedisTLS(fs, &cfg.RedisTLSCA, &cfg.RedisTLSCert, &cfg.RedisTLSKey)
+	connflags.Kafka(fs, &cfg.Kafka)
 	fs.StringVar(&cfg.HBaseZK, "hbase-zk", hbase.DefaultZK, "HBase ZooKeeper quorum")
+	fs.StringVar(&cfg.HBaseZKRoot, "hbase-zk-root", hbase.DefaultZKRoot, "HBase's znode parent in ZooKeeper (zookeeper.znode.parent)")
 	fs.StringVar(&cfg.Table, "table", hbase.DefaultTable, "HBase table")
 	fs.StringVar(&cfg.Prefix, "prefix", zset.DefaultPrefix, "Redis key prefix")
 	fs.Var(roles, "roles", "roles to run, comma-separated: ingest, dispatcher, scanner, api (the HTTP API; not a default)")
@@ -65,6 +69,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.Shards, "shards", zset.DefaultShards, "Redis zsets per segment (shard family 0)")
 	fs.IntVar(&cfg.ZsetFill, "zset-fill", zset.DefaultFill, "tasks a zset takes before its shard's further tasks go to the next shard family; keep under Redis's zset-max-listpack-entries")
 	fs.IntVar(&cfg.Partitions, "partitions", topics.DefaultPartitions, "partitions of the topics delayd creates")
+	fs.IntVar(&cfg.ReplicationFactor, "replication-factor", 0, "replication factor of the topics delayd creates (0: the brokers' default.replication.factor)")
 	fs.IntVar(&cfg.ScanWorkers, "scan-workers", scanner.DefaultWorkers, "scanner goroutines per delay-scan partition")
 	fs.DurationVar(&cfg.ScanCoalesce, "scan-coalesce", scanner.DefaultCoalesce, "round scanner wake-ups up to multiples of this: fewer, larger steps, more lateness (negative: none)")
 	fs.IntVar(&cfg.IngestBatch, "ingest-batch", ingest.DefaultBatchSize, "most input messages of one partition stored and committed together")

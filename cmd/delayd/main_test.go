@@ -24,6 +24,15 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{name: "api open on all interfaces", args: []string{"--roles", "ingest,api", "--api", "0.0.0.0:8080"}, want: "set DELAYQ_API_TOKEN"},
 		{name: "api open from env", env: map[string]string{"DELAYQ_ROLES": "api", "DELAYQ_API": ":8080"}, want: "--api-insecure"},
 		{name: "unknown flag", args: []string{"--brokerz", "x"}, want: "flag provided but not defined: -brokerz"},
+		{name: "unknown SASL mechanism", args: []string{"--kafka-sasl", "gssapi"}, want: `unknown SASL mechanism "gssapi"`},
+		{name: "SASL without password", env: map[string]string{"DELAYQ_KAFKA_SASL": "scram-sha-512", "DELAYQ_KAFKA_SASL_USER": "delayq"},
+			want: "needs a password (DELAYQ_KAFKA_SASL_PASSWORD)"},
+		{name: "Kafka client certificate without key", args: []string{"--kafka-tls-cert", "c.pem"}, want: "both the certificate and the key"},
+		{name: "missing Kafka CA file", args: []string{"--kafka-tls-ca", "/nonexistent/ca.pem"}, want: "/nonexistent/ca.pem"},
+		{name: "Redis client certificate without key", env: map[string]string{"DELAYQ_REDIS_TLS_CERT": "c.pem"}, want: "redis"},
+		{name: "relative znode parent", args: []string{"--hbase-zk-root", "hbase-unsecure"}, want: `hbase-zk-root: "hbase-unsecure"`},
+		{name: "embedded Kafka is plaintext", args: []string{"--embedded", "--kafka-tls", "--brokers", "127.0.0.1:0", "--redis", "127.0.0.1:0"},
+			want: "embedded mode serves plaintext Kafka"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -61,12 +61,13 @@ type Collector struct {
 	wg   sync.WaitGroup
 }
 
-// Collect creates topic when missing (4 partitions) and collects it.
+// Collect creates topic when missing (4 partitions, the brokers' default
+// replication factor) and collects it.
 func (e *Env) Collect(topic string) *Collector {
 	e.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := topics.Ensure(ctx, e.Brokers, []topics.Spec{{Name: topic, Partitions: 4, ReplicationFactor: 1}}); err != nil {
+	if err := topics.Ensure(ctx, e.Brokers, nil, []topics.Spec{{Name: topic, Partitions: 4}}); err != nil {
 		e.T.Fatalf("create %s: %v", topic, err)
 	}
 	ends, err := endOffsets(ctx, e.Brokers, topic)

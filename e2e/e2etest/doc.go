@@ -1,9 +1,14 @@
-// Package e2etest is the harness of delayq's end-to-end tests (e2e and
-// e2e/fault): it builds the delayd binary, runs delayd processes against a
+// Package e2etest is the harness of delayq's end-to-end tests (e2e,
+// e2e/fault, e2e/cluster and e2e/failover): it builds the delayd binary, runs delayd processes against a
 // stack (the shared local stack or a private one), produces workloads to
 // delay-input with kafka-go as any user would, collects what reaches the
 // business topics and delay-failed, and judges it against a ledger of what
 // was accepted.
+//
+// The fault tests share a Source (a steady stream of tasks, cancels and
+// malformed messages at 400 tasks/s, retried while Kafka refuses it) and a
+// Phase (one Source with the collectors of its business topic and of
+// delay-failed, drained and judged by Finish and Check).
 //
 // # Isolation
 //
@@ -16,7 +21,7 @@
 //
 // PrivateStack runs deploy/local/stack on ports and a data directory of a
 // test package's own (e2e/fault takes services away; e2e/cluster needs a
-// Redis Cluster): started on first use, wiped by the package's TestMain,
+// Redis Cluster; e2e/failover a Kafka and an HBase cluster): started on first use, wiped by the package's TestMain,
 // and by a watcher process if the test binary dies first.
 //
 // # Logs

@@ -112,6 +112,10 @@ func (p *PrivateStack) Teardown() error {
 
 func (p *PrivateStack) dataDir() string { return filepath.Join(p.root, ".local", p.Name) }
 
+// Dir returns the stack's data directory (DELAYQ_LOCAL_DIR) once Start
+// has run.
+func (p *PrivateStack) Dir() string { return p.dataDir() }
+
 func (p *PrivateStack) env() []string {
 	return append(append(os.Environ(), p.Env...), "DELAYQ_LOCAL_DIR="+p.dataDir())
 }
@@ -119,19 +123,26 @@ func (p *PrivateStack) env() []string {
 // Cmd runs deploy/local/stack with args on the stack and returns how long
 // it took; an error carries the end of its output.
 func (p *PrivateStack) Cmd(args ...string) (time.Duration, error) {
+	start := time.Now()
+	_, err := p.Output(args...)
+	return time.Since(start), err
+}
+
+// Output runs deploy/local/stack with args on the stack and returns what
+// it wrote to stdout; an error carries the end of its output.
+func (p *PrivateStack) Output(args ...string) (string, error) {
 	cmd := exec.Command(filepath.Join(p.root, "deploy/local/stack"), args...)
 	cmd.Env = p.env()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		s := out.String()
+		s := stdout.String() + stderr.String()
 		if len(s) > 3000 {
 			s = "…" + s[len(s)-3000:]
 		}
-		return time.Since(start), fmt.Errorf("stack %s: %w\n%s", strings.Join(args, " "), err, s)
+		return stdout.String(), fmt.Errorf("stack %s: %w\n%s", strings.Join(args, " "), err, s)
 	}
-	return time.Since(start), nil
+	return stdout.String(), nil
 }
 
 // repoRoot is the directory of go.mod above the working directory.

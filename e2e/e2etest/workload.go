@@ -244,6 +244,22 @@ func (r Report) Recovery(since time.Time, limit time.Duration) time.Duration {
 	return last.Sub(since)
 }
 
+// LongestGap returns the longest time between two first deliveries one
+// after the other by their timestamps: under steady input, the longest
+// delivery stall.
+func (r Report) LongestGap() time.Duration {
+	at := make([]time.Time, len(r.Deliveries))
+	for i, d := range r.Deliveries {
+		at[i] = d.At
+	}
+	slices.SortFunc(at, time.Time.Compare)
+	var gap time.Duration
+	for i := 1; i < len(at); i++ {
+		gap = max(gap, at[i].Sub(at[i-1]))
+	}
+	return gap
+}
+
 // Clean reports whether nothing was lost, duplicated, early, cancelled
 // yet delivered or unknown.
 func (r Report) Clean() bool {

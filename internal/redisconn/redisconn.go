@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/tlsfiles"
 )
 
 // DefaultAddr is the Redis address used when Config.Addrs is empty.
@@ -50,9 +52,14 @@ type Config struct {
 	Username string
 	Password string
 	// TLS connects with TLS, verifying the server against the system roots
-	// with the host of each address as server name. TLSConfig, when set,
-	// replaces that configuration (and implies TLS).
+	// with the host of each address as server name. TLSCA (PEM) replaces
+	// the system roots; TLSCert and TLSKey (PEM, both or neither) are the
+	// client certificate of mutual TLS; any of them implies TLS. TLSConfig,
+	// when set, replaces all that configuration (and implies TLS).
 	TLS       bool
+	TLSCA     string
+	TLSCert   string
+	TLSKey    string
 	TLSConfig *tls.Config
 	// DialTimeout bounds one connection attempt; 0 means go-redis's 5s.
 	DialTimeout time.Duration
@@ -111,6 +118,9 @@ func (c *Config) Validate() error {
 	if c.Username != "" && c.Password == "" {
 		bad("username %q without a password", c.Username)
 	}
+	if err := c.tlsFiles().Validate(); err != nil {
+		bad("tls: %w", err)
+	}
 	if c.DialTimeout < 0 {
 		bad("dial timeout %v is negative", c.DialTimeout)
 	}
@@ -152,8 +162,14 @@ func (c Config) String() string {
 	if c.Password != "" {
 		b.WriteString(" password=set")
 	}
-	if c.TLS || c.TLSConfig != nil {
+	if c.tls() {
 		b.WriteString(" tls")
+	}
+	if c.TLSCA != "" {
+		b.WriteString(" tls_ca=" + c.TLSCA)
+	}
+	if c.TLSCert != "" {
+		b.WriteString(" tls_cert=" + c.TLSCert)
 	}
 	return b.String()
 }
@@ -171,16 +187,30 @@ func (c Config) LogValue() slog.Value {
 	if c.Username != "" {
 		attrs = append(attrs, slog.String("username", c.Username))
 	}
-	attrs = append(attrs, slog.Bool("password_set", c.Password != ""), slog.Bool("tls", c.TLS || c.TLSConfig != nil))
+	attrs = append(attrs, slog.Bool("password_set", c.Password != ""), slog.Bool("tls", c.tls()))
+	if c.TLSCA != "" {
+		attrs = append(attrs, slog.String("tls_ca", c.TLSCA))
+	}
+	if c.TLSCert != "" {
+		attrs = append(attrs, slog.String("tls_cert", c.TLSCert))
+	}
 	return slog.GroupValue(attrs...)
 }
 
 // GoString keeps %#v from printing the password either.
 func (c Config) GoString() string { return "redisconn.Config{" + c.String() + "}" }
 
-// Options returns the go-redis options of c, defaults filled in; c must be
-// valid.
-func (c Config) Options() *redis.UniversalOptions {
+func (c Config) tls() bool {
+	return c.TLS || c.TLSConfig != nil || c.TLSCA != "" || c.TLSCert != "" || c.TLSKey != ""
+}
+
+func (c Config) tlsFiles() tlsfiles.Files {
+	return tlsfiles.Files{CA: c.TLSCA, Cert: c.TLSCert, Key: c.TLSKey}
+}
+
+// Options returns the go-redis options of c, defaults filled in, after
+// reading its TLS files; c must be valid.
+func (c Config) Options() (*redis.UniversalOptions, error) {
 	c.setDefaults()
 	o := &redis.UniversalOptions{
 		Addrs:         c.Addrs,
@@ -195,12 +225,16 @@ func (c Config) Options() *redis.UniversalOptions {
 	switch {
 	case c.TLSConfig != nil:
 		o.TLSConfig = c.TLSConfig.Clone()
-	case c.TLS:
+	case c.tls():
 		// No ServerName: crypto/tls takes it from each address dialled
 		// (cluster nodes and failed-over masters included).
-		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		t, err := c.tlsFiles().Load("")
+		if err != nil {
+			return nil, fmt.Errorf("%w: tls: %w", ErrConfig, err)
+		}
+		o.TLSConfig = t
 	}
-	return o
+	return o, nil
 }
 
 // New returns a client for c: a redis.Client, redis.ClusterClient or
@@ -211,7 +245,11 @@ func New(c Config) (redis.UniversalClient, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	return redis.NewUniversalClient(c.Options()), nil
+	o, err := c.Options()
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewUniversalClient(o), nil
 }
 
 // Ping checks that rdb answers. A single-Redis client that reaches a

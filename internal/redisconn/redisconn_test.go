@@ -3,6 +3,7 @@ package redisconn
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/tlsfiles/tlsfilestest"
 )
 
 func TestValidate(t *testing.T) {
@@ -108,15 +111,66 @@ func TestNewModes(t *testing.T) {
 func (c Config) withDefaults() Config { c.setDefaults(); return c }
 
 func TestOptions(t *testing.T) {
-	o := Config{Addrs: []string{"h:1"}, Username: "u", Password: "p", TLS: true, DialTimeout: 7, DialerRetries: 1, MaxRetries: -1}.Options()
+	o, err := Config{Addrs: []string{"h:1"}, Username: "u", Password: "p", TLS: true, DialTimeout: 7, DialerRetries: 1, MaxRetries: -1}.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if o.Username != "u" || o.Password != "p" || o.DialTimeout != 7 || o.DialerRetries != 1 || o.MaxRetries != -1 {
 		t.Errorf("options not passed through: %+v", o)
 	}
 	if o.TLSConfig == nil || o.TLSConfig.MinVersion == 0 || o.TLSConfig.InsecureSkipVerify {
 		t.Errorf("TLS: %+v, want a verifying TLS 1.2+ config", o.TLSConfig)
 	}
-	if o := (Config{}).Options(); o.TLSConfig != nil || len(o.Addrs) != 1 || o.Addrs[0] != DefaultAddr {
+	if o, _ := (Config{}).Options(); o.TLSConfig != nil || len(o.Addrs) != 1 || o.Addrs[0] != DefaultAddr {
 		t.Errorf("zero Config: TLS %v, addrs %v", o.TLSConfig, o.Addrs)
+	}
+}
+
+// TestMutualTLS connects to a Redis that requires a client certificate
+// signed by its CA: with --redis-tls-ca, --redis-tls-cert and
+// --redis-tls-key it answers; without the certificate, or with only the
+// system roots, it does not.
+func TestMutualTLS(t *testing.T) {
+	pki := tlsfilestest.New(t)
+	m, err := miniredis.RunTLS(pki.ServerTLS(tls.RequireAndVerifyClientCert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tests := []struct {
+		name string
+		cfg  Config
+		want string // fragment of the error; "" = PONG
+	}{
+		{"ca and client certificate", Config{TLSCA: pki.CAFile, TLSCert: pki.ClientCert, TLSKey: pki.ClientKey}, ""},
+		{"no client certificate", Config{TLSCA: pki.CAFile}, "certificate required"},
+		{"system roots", Config{TLS: true, TLSCert: pki.ClientCert, TLSKey: pki.ClientKey}, "unknown authority"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Addrs = []string{m.Addr()}
+			tt.cfg.DialerRetries, tt.cfg.MaxRetries = 1, -1
+			rdb, err := New(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rdb.Close()
+			err = rdb.Ping(t.Context()).Err()
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("PING: %v, want %q", err, tt.want)
+			}
+		})
+	}
+	for name, cfg := range map[string]Config{
+		"cert without key": {TLSCert: pki.ClientCert},
+		"missing CA file":  {TLSCA: pki.CAFile + ".missing"},
+	} {
+		if _, err := New(cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: New = %v, want ErrConfig", name, err)
+		}
+	}
+	if s := (Config{TLSCA: "/etc/ca.pem"}).String(); !strings.Contains(s, " tls tls_ca=/etc/ca.pem") {
+		t.Errorf("String = %q, want tls and the CA file", s)
 	}
 }
 

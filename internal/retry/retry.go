@@ -69,6 +69,12 @@ type Policy struct {
 	// Permanent reports errors that no retry can cure; Do returns them at
 	// once. Nil: every error is transient.
 	Permanent func(error) bool
+	// Idle is for calls that wait for input as long as it takes (a Kafka
+	// fetch): once such a call failed, a retry that waits Idle without an
+	// error shows that the dependency answers again, only with nothing to
+	// give. The stall then ends (and is logged as recovered) and the call
+	// goes on waiting, without the bound. 0: off.
+	Idle time.Duration
 }
 
 // Stage tracks the retries of one pipeline stage (see the package doc).
@@ -129,7 +135,18 @@ func (s *Stage) Do(ctx context.Context, op string, p Policy, fn func(context.Con
 		}
 	}()
 	for attempt := 1; ; attempt++ {
-		err := call(ctx, p.CallTimeout, fn)
+		timeout := p.CallTimeout
+		idle := stalling && p.Idle > 0 && (timeout <= 0 || p.Idle < timeout)
+		if idle {
+			timeout = p.Idle
+		}
+		err := call(ctx, timeout, fn)
+		if idle && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			stalling = false
+			s.leave(op, true)
+			attempt = 0
+			continue
+		}
 		switch {
 		case err == nil:
 			if stalling {

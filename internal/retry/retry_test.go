@@ -131,3 +131,45 @@ func TestStageCountsConcurrentCallsAsOneStall(t *testing.T) {
 		}
 	})
 }
+
+// TestDoIdleEndsStall: a fetch that failed and then waits without an error
+// (the broker is back, the partition has no new message) ends the stall
+// after Policy.Idle and goes on waiting for its message.
+func TestDoIdleEndsStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		s, err := NewStage("ingest", slog.New(slog.NewTextHandler(&logs, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		message := start.Add(time.Minute) // the next message arrives then
+		err = s.Do(t.Context(), "fetch", Policy{Idle: 2 * time.Second}, func(ctx context.Context) error {
+			if time.Since(start) < 5*time.Second {
+				return errDown
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Until(message)):
+				return nil
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(start); got != time.Minute {
+			t.Fatalf("Do returned after %v, want when the message came (1m)", got)
+		}
+		out := logs.String()
+		if strings.Count(out, "level=WARN") != 1 || strings.Count(out, "stage recovered") != 1 {
+			t.Fatalf("want one WARN and one recovery line:\n%s", out)
+		}
+		if got := testutil.ToFloat64(s.stalled); got != 0 {
+			t.Fatalf("stalled = %v after the fetch waited quietly", got)
+		}
+		if got := testutil.ToFloat64(s.seconds); got < 5 || got > 5+2+DefaultMax.Seconds() {
+			t.Fatalf("stall seconds = %v, want the failing 5 s plus at most one idle wait and backoff", got)
+		}
+	})
+}

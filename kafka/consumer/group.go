@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/internal/klog"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 )
 
@@ -49,7 +50,9 @@ const (
 type GroupConfig struct {
 	ID      string
 	Brokers []string // default topics.DefaultBroker
-	Topics  []string
+	// Auth secures the connections (TLS, SASL); nil: plaintext.
+	Auth   *kafkaauth.Auth
+	Topics []string
 	// Logger receives kafka-go's group log (rebalances at INFO, the rest at
 	// WARN); nil discards it.
 	Logger *slog.Logger
@@ -84,6 +87,7 @@ func groupConfig(cfg GroupConfig) kafka.ConsumerGroupConfig {
 	gc := kafka.ConsumerGroupConfig{
 		ID:                     cfg.ID,
 		Brokers:                cfg.Brokers,
+		Dialer:                 cfg.Auth.Dialer(0),
 		Topics:                 cfg.Topics,
 		StartOffset:            kafka.FirstOffset,
 		HeartbeatInterval:      HeartbeatInterval,
@@ -91,6 +95,7 @@ func groupConfig(cfg GroupConfig) kafka.ConsumerGroupConfig {
 		JoinGroupBackoff:       JoinBackoff,
 		WatchPartitionChanges:  true,
 		PartitionWatchInterval: PartitionWatchInterval,
+		GroupBalancers:         balancers,
 	}
 	if len(gc.Brokers) == 0 {
 		gc.Brokers = []string{topics.DefaultBroker}
@@ -104,8 +109,9 @@ func groupConfig(cfg GroupConfig) kafka.ConsumerGroupConfig {
 // Generations joins group one generation after another until ctx ends and
 // runs fn for each through Generation.Start (kafka-go ends a generation
 // when its function returns, so fn must last until gctx or ctx is done). A
-// failed join is logged (a routine rebalance at DEBUG, the rest at WARN)
-// and tried again after JoinBackoff. When ctx ends it closes group, which
+// failed join is tried again after JoinBackoff; joins failing for another
+// reason than a rebalance log one WARN, and one INFO when a join succeeds
+// again (the rest, and routine rebalances, at DEBUG). When ctx ends it closes group, which
 // ends the current generation, waits for its fn (whose final commits go
 // out in the generation they belong to) and only then leaves the group;
 // closing before fn returns keeps the group from joining a new generation
@@ -113,15 +119,23 @@ func groupConfig(cfg GroupConfig) kafka.ConsumerGroupConfig {
 func Generations(ctx context.Context, group *kafka.ConsumerGroup, log *slog.Logger,
 	fn func(gctx context.Context, gen *kafka.Generation)) {
 	var wg sync.WaitGroup
+	var failingSince time.Time // of the joins failing for another reason than a rebalance
 	for {
 		gen, err := group.Next(ctx)
 		if ctx.Err() != nil {
 			break
 		}
 		if err != nil {
+			// A coordinator that moved or is away fails every join until
+			// it is back: one WARN, one INFO once a join succeeds.
 			level := slog.LevelWarn
-			if errors.Is(err, kafka.RebalanceInProgress) {
+			switch {
+			case errors.Is(err, kafka.RebalanceInProgress):
 				level = slog.LevelDebug // routine: another member joined or left
+			case !failingSince.IsZero():
+				level = slog.LevelDebug
+			default:
+				failingSince = time.Now()
 			}
 			log.Log(ctx, level, "join group failed, joining again", "err", err)
 			select {
@@ -129,6 +143,10 @@ func Generations(ctx context.Context, group *kafka.ConsumerGroup, log *slog.Logg
 			case <-time.After(JoinBackoff):
 			}
 			continue
+		}
+		if !failingSince.IsZero() {
+			log.Info("joined the group again", "failing_for", time.Since(failingSince).Round(time.Millisecond).String())
+			failingSince = time.Time{}
 		}
 		wg.Add(1)
 		gen.Start(func(gctx context.Context) {

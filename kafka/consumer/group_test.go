@@ -3,6 +3,7 @@ package consumer
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,5 +44,22 @@ func TestGroupTiming(t *testing.T) {
 	}
 	if MaxDrain != SessionTimeout-HeartbeatInterval {
 		t.Errorf("MaxDrain %v", MaxDrain)
+	}
+}
+
+// TestStableRange: the assignment does not depend on the order the
+// partitions come in (a metadata response's, which changes with leaders).
+func TestStableRange(t *testing.T) {
+	members := []kafka.GroupMember{{ID: "a", Topics: []string{"in"}}, {ID: "b", Topics: []string{"in"}}}
+	var ps []kafka.Partition
+	for _, id := range []int{3, 0, 2, 1} {
+		ps = append(ps, kafka.Partition{Topic: "in", ID: id})
+	}
+	got := stableRange{}.AssignGroups(members, ps)
+	if a, b := got["a"]["in"], got["b"]["in"]; !slices.Equal(a, []int{0, 1}) || !slices.Equal(b, []int{2, 3}) {
+		t.Fatalf("a=%v b=%v, want a=[0 1] b=[2 3]", a, b)
+	}
+	if name := (stableRange{}).ProtocolName(); name != "range" {
+		t.Fatalf("protocol %q, want range (older members must share the group)", name)
 	}
 }

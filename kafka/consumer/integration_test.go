@@ -27,7 +27,7 @@ func TestRealKafkaProduceGroupCommitResume(t *testing.T) {
 
 	specs := []topics.Spec{{Name: topic, Partitions: 2, ReplicationFactor: 1}}
 	for i := range 2 { // idempotent
-		if err := topics.Ensure(ctx, brokers, specs); err != nil {
+		if err := topics.Ensure(ctx, brokers, nil, specs); err != nil {
 			t.Fatalf("topics.Ensure call %d: %v", i+1, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/internal/klog"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 )
 
@@ -16,6 +17,8 @@ import (
 // except that GroupID and Topics are required.
 type ReaderConfig struct {
 	Brokers []string // default topics.DefaultBroker
+	// Auth secures the connections (TLS, SASL); nil: plaintext.
+	Auth    *kafkaauth.Auth
 	GroupID string
 	Topics  []string
 	// MinBytes a fetch waits for; default 1, so a fetch answers as soon as
@@ -57,6 +60,7 @@ func (c ReaderConfig) Config() (kafka.ReaderConfig, error) {
 	}
 	rc := kafka.ReaderConfig{
 		Brokers:                c.Brokers,
+		Dialer:                 c.Auth.Dialer(0),
 		GroupID:                c.GroupID,
 		MinBytes:               c.MinBytes,
 		MaxBytes:               c.MaxBytes,
@@ -68,6 +72,7 @@ func (c ReaderConfig) Config() (kafka.ReaderConfig, error) {
 		HeartbeatInterval:      HeartbeatInterval,
 		SessionTimeout:         SessionTimeout,
 		JoinGroupBackoff:       JoinBackoff,
+		GroupBalancers:         balancers,
 	}
 	if len(rc.Brokers) == 0 {
 		rc.Brokers = []string{topics.DefaultBroker}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 )
 
@@ -25,9 +26,10 @@ var ErrConfig = errors.New("failed: config")
 // Config says which topics Scan and Replay use. The zero value means the
 // defaults.
 type Config struct {
-	Brokers []string // Kafka bootstrap addresses; default topics.DefaultBroker
-	Failed  string   // the topic read; default topics.Failed
-	Input   string   // where replayed messages go; default topics.Input
+	Brokers []string        // Kafka bootstrap addresses; default topics.DefaultBroker
+	Auth    *kafkaauth.Auth // secures the connections (TLS, SASL); nil: plaintext
+	Failed  string          // the topic read; default topics.Failed
+	Input   string          // where replayed messages go; default topics.Input
 	// Slow receives the replayed messages ingest had read from it, so a
 	// replay keeps the producer's lane; default topics.Slow.
 	Slow string
@@ -194,13 +196,13 @@ func scan(ctx context.Context, cfg Config, f Filter, st *Stats, fn func(Record) 
 // stamped at or after f.From and the first one stamped at or after
 // f.To+Slack, both capped at the high-water mark at the start.
 func locate(ctx context.Context, cfg Config, f Filter) ([]span, error) {
-	transport := &kafka.Transport{}
+	transport := cfg.Auth.NewTransport()
 	defer transport.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: transport, Timeout: 30 * time.Second}
 
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Failed}})
 	if err != nil {
-		return nil, fmt.Errorf("failed: metadata of %s: %w", cfg.Failed, err)
+		return nil, fmt.Errorf("failed: metadata of %s: %w", cfg.Failed, cfg.Auth.Explain(err))
 	}
 	if len(meta.Topics) != 1 {
 		return nil, fmt.Errorf("failed: metadata of %s: %d topics in the answer", cfg.Failed, len(meta.Topics))
@@ -275,6 +277,7 @@ func found(po kafka.PartitionOffsets, hwm int64) int64 {
 func read(ctx context.Context, cfg Config, s span, fn func(kafka.Message) (bool, error)) (bool, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:   cfg.Brokers,
+		Dialer:    cfg.Auth.Dialer(0),
 		Topic:     cfg.Failed,
 		Partition: s.partition,
 		MinBytes:  1,

@@ -43,7 +43,7 @@ func ownTopics(t *testing.T, ctx context.Context, brokers []string, failedParts 
 		Input:   "dqtest-failed-in-" + run,
 		Slow:    "dqtest-failed-slow-" + run,
 	}
-	err := topics.Ensure(ctx, brokers, []topics.Spec{
+	err := topics.Ensure(ctx, brokers, nil, []topics.Spec{
 		{Name: cfg.Failed, Partitions: failedParts, ReplicationFactor: 1},
 		{Name: cfg.Input, Partitions: 2, ReplicationFactor: 1},
 		{Name: cfg.Slow, Partitions: 2, ReplicationFactor: 1},

@@ -7,12 +7,15 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/internal/klog"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 )
 
 // Config configures New. The zero value means the defaults.
 type Config struct {
 	Brokers []string // default topics.DefaultBroker
+	// Auth secures the connections (TLS, SASL); nil: plaintext.
+	Auth *kafkaauth.Auth
 	// BatchSize is the number of messages per partition batch; default 1000.
 	BatchSize int
 	// BatchBytes caps the bytes of one batch request; default 1 MiB (the
@@ -52,6 +55,7 @@ func New(cfg Config) *kafka.Writer {
 	}
 	w := &kafka.Writer{
 		Addr:                   kafka.TCP(cfg.Brokers...),
+		Transport:              cfg.Auth.Transport(),
 		Balancer:               &kafka.Hash{},
 		RequiredAcks:           kafka.RequireAll,
 		BatchSize:              cfg.BatchSize,
@@ -61,7 +65,9 @@ func New(cfg Config) *kafka.Writer {
 		AllowAutoTopicCreation: cfg.AutoCreateTopics,
 	}
 	if cfg.ClientID != "" {
-		w.Transport = &kafka.Transport{ClientID: cfg.ClientID}
+		tr := cfg.Auth.NewTransport()
+		tr.ClientID = cfg.ClientID
+		w.Transport = tr
 	}
 	if cfg.Logger != nil {
 		w.ErrorLogger = klog.Logger(cfg.Logger.With("component", "kafka_writer"))

@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 )
 
@@ -27,18 +28,21 @@ func TestNew(t *testing.T) {
 	if w.Topic != "" || w.AllowAutoTopicCreation || w.Async {
 		t.Errorf("Topic %q, AllowAutoTopicCreation %v, Async %v", w.Topic, w.AllowAutoTopicCreation, w.Async)
 	}
+	if tr, ok := w.Transport.(*kafka.Transport); !ok || tr.MetadataTTL != time.Second {
+		t.Errorf("Transport = %+v, want one whose leaders are 1 s old at most", w.Transport)
+	}
 	if w.Addr.String() != "127.0.0.1:9092" || w.BatchSize != 1000 {
 		t.Errorf("Addr %v, BatchSize %d", w.Addr, w.BatchSize)
 	}
-	if w.Transport != nil {
-		t.Errorf("Transport %+v without a ClientID, want kafka-go's default", w.Transport)
+	if w.Transport != kafkaauth.Plaintext() {
+		t.Errorf("Transport %+v without a ClientID, want the shared plaintext one", w.Transport)
 	}
 	w2 := New(Config{Brokers: []string{"a:1", "b:2"}, BatchSize: 10, BatchTimeout: time.Second, Async: true, ClientID: "delayd/v1.2.3", AutoCreateTopics: true})
 	defer w2.Close()
 	if w2.BatchSize != 10 || w2.BatchTimeout != time.Second || !w2.Async || w2.Addr.String() != "a:1,b:2" || !w2.AllowAutoTopicCreation {
 		t.Errorf("configured writer: %+v", w2)
 	}
-	if tr, ok := w2.Transport.(*kafka.Transport); !ok || tr.ClientID != "delayd/v1.2.3" {
+	if tr, ok := w2.Transport.(*kafka.Transport); !ok || tr.ClientID != "delayd/v1.2.3" || tr.MetadataTTL != time.Second {
 		t.Errorf("Transport %+v, want ClientID delayd/v1.2.3", w2.Transport)
 	}
 }
@@ -64,7 +68,7 @@ func TestNoAutoCreate(t *testing.T) {
 	if !errors.Is(err, kafka.UnknownTopicOrPartition) {
 		t.Fatalf("write to a missing topic: %v, want UnknownTopicOrPartition", err)
 	}
-	if missing, err := topics.Missing(ctx, brokers, "made-up"); err != nil || !missing {
+	if missing, err := topics.Missing(ctx, brokers, nil, "made-up"); err != nil || !missing {
 		t.Fatalf("after the write: Missing = %v, %v; the writer created the topic", missing, err)
 	}
 
@@ -73,7 +77,7 @@ func TestNoAutoCreate(t *testing.T) {
 	if err := auto.WriteMessages(ctx, kafka.Message{Topic: "made-up", Value: []byte("v")}); err != nil {
 		t.Fatalf("AutoCreateTopics: %v", err)
 	}
-	if missing, err := topics.Missing(ctx, brokers, "made-up"); err != nil || missing {
+	if missing, err := topics.Missing(ctx, brokers, nil, "made-up"); err != nil || missing {
 		t.Fatalf("AutoCreateTopics: Missing = %v, %v", missing, err)
 	}
 }

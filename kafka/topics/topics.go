@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/kafka/kafkaauth"
 )
 
 // DefaultBroker is the bootstrap address used when a config names no
@@ -135,19 +137,23 @@ var ErrCreate = errors.New("kafka: create topics")
 // partition count. The request goes to the controller; Ensure returns
 // once the created topics show up in the cluster metadata.
 //
-// It goes through kafka-go's default transport, the one every writer of
-// producer.New shares: the transport refreshes its metadata cache after
+// It goes through auth's shared transport (kafka-go's default one when
+// auth is nil), the one every writer of producer.New without a ClientID
+// shares: the transport refreshes its metadata cache after
 // creating topics, so those writers know the new topics at once. They do
 // not auto-create topics, and would otherwise answer "unknown topic" from
 // their cache until its next refresh (up to 6 s).
-func Ensure(ctx context.Context, brokers []string, specs []Spec) error {
+//
+// auth secures the connections (nil: plaintext); a TLS or SASL failure
+// comes back explained (kafkaauth.Error).
+func Ensure(ctx context.Context, brokers []string, auth *kafkaauth.Auth, specs []Spec) error {
 	if len(specs) == 0 {
 		return nil
 	}
 	if len(brokers) == 0 {
 		return fmt.Errorf("%w: no brokers", ErrCreate)
 	}
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: auth.Transport(), Timeout: 30 * time.Second}
 
 	req := &kafka.CreateTopicsRequest{Topics: make([]kafka.TopicConfig, len(specs))}
 	for i, s := range specs {
@@ -159,7 +165,7 @@ func Ensure(ctx context.Context, brokers []string, specs []Spec) error {
 	}
 	res, err := client.CreateTopics(ctx, req)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCreate, err)
+		return fmt.Errorf("%w: %w", ErrCreate, auth.Diagnose(ctx, client, err))
 	}
 	var errs []error
 	for _, s := range specs {
@@ -189,8 +195,8 @@ func defaultToBroker(n int) int {
 // last topics it saw while the brokers are unreachable, so its answer
 // alone cannot tell a missing topic from an outage. An unreachable
 // cluster is an error, never a missing topic.
-func Missing(ctx context.Context, brokers []string, topic string) (bool, error) {
-	transport := &kafka.Transport{}
+func Missing(ctx context.Context, brokers []string, auth *kafkaauth.Auth, topic string) (bool, error) {
+	transport := auth.NewTransport()
 	defer transport.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport, Timeout: 10 * time.Second}
 	res, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})

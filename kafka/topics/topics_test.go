@@ -108,7 +108,7 @@ func TestEnsureTopicsFake(t *testing.T) {
 	brokers := c.ListenAddrs()
 	specs := []Spec{{Name: "a", Partitions: 3, ReplicationFactor: 1}, {Name: "b", Partitions: 1, ReplicationFactor: 1}}
 	for i := range 2 {
-		if err := Ensure(ctx, brokers, specs); err != nil {
+		if err := Ensure(ctx, brokers, nil, specs); err != nil {
 			t.Fatalf("Ensure call %d: %v", i+1, err)
 		}
 	}
@@ -128,7 +128,7 @@ func TestEnsureTopicsFake(t *testing.T) {
 	if count["a"] != 3 || count["b"] != 1 {
 		t.Fatalf("partitions = %v, want a:3 b:1", count)
 	}
-	if err := Ensure(ctx, nil, specs); !errors.Is(err, ErrCreate) {
+	if err := Ensure(ctx, nil, nil, specs); !errors.Is(err, ErrCreate) {
 		t.Fatalf("Ensure without brokers = %v", err)
 	}
 }
@@ -147,12 +147,12 @@ func TestMissing(t *testing.T) {
 		topic string
 		want  bool
 	}{{"orders", false}, {"made-up", true}, {"made-up", true}} {
-		if got, err := Missing(ctx, brokers, tt.topic); err != nil || got != tt.want {
+		if got, err := Missing(ctx, brokers, nil, tt.topic); err != nil || got != tt.want {
 			t.Errorf("Missing(%s) = %v, %v; want %v", tt.topic, got, err, tt.want)
 		}
 	}
 	c.Close()
-	if got, err := Missing(ctx, brokers, "orders"); err == nil {
+	if got, err := Missing(ctx, brokers, nil, "orders"); err == nil {
 		t.Errorf("Missing with the cluster down = %v, nil; want an error", got)
 	}
 }

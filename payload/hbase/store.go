@@ -21,7 +21,10 @@ import (
 
 // Config defaults.
 const (
-	DefaultZK            = "127.0.0.1:2181"
+	DefaultZK = "127.0.0.1:2181"
+	// DefaultZKRoot is the znode parent HBase registers under
+	// (zookeeper.znode.parent); clusters such as HDP's use /hbase-unsecure.
+	DefaultZKRoot        = "/hbase"
 	DefaultTable         = "delayq_tasks"
 	DefaultSalts         = 16
 	DefaultRetention     = 7 * 24 * time.Hour
@@ -69,6 +72,9 @@ type Config struct {
 	// ZK is the ZooKeeper quorum of the HBase cluster (default DefaultZK,
 	// 127.0.0.1:2181).
 	ZK string
+	// ZKRoot is HBase's znode parent in ZooKeeper (zookeeper.znode.parent;
+	// default DefaultZKRoot, /hbase).
+	ZKRoot string
 	// Table is the HBase table (default DefaultTable, delayq_tasks), created
 	// by CreateTable with the same Salts.
 	Table string
@@ -122,6 +128,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.ZK == "" {
 		c.ZK = DefaultZK
+	}
+	if c.ZKRoot == "" {
+		c.ZKRoot = DefaultZKRoot
 	}
 	if c.Table == "" {
 		c.Table = DefaultTable
@@ -208,9 +217,10 @@ func New(cfg Config) (*Store, error) {
 	}
 	log := cfg.Logger.With("component", "payload", "table", cfg.Table)
 	client := gohbase.NewClient(cfg.ZK,
+		gohbase.ZookeeperRoot(cfg.ZKRoot),
 		gohbase.FlushInterval(max(cfg.FlushInterval, 0)),
 		gohbase.RpcQueueSize(cfg.RPCQueueSize),
-		gohbase.Logger(cfg.Logger.With("component", "gohbase")),
+		gohbase.Logger(slog.New(quietHandler{cfg.Logger.Handler()}).With("component", "gohbase")),
 	)
 	h := &Store{
 		client:    client,

@@ -31,7 +31,7 @@ func testTable(t *testing.T, zk string, salts int) string {
 	table := fmt.Sprintf("delayq_test_%d", time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	if err := hbase.CreateTable(ctx, zk, table, salts); err != nil {
+	if err := hbase.CreateTable(ctx, zk, "", table, salts); err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
 	t.Cleanup(func() { stacktest.DropTable(t, zk, table) })
@@ -126,7 +126,7 @@ func TestHBaseStore(t *testing.T) {
 	t.Run("CreateTable is idempotent", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		if err := hbase.CreateTable(ctx, zk, table, salts); err != nil {
+		if err := hbase.CreateTable(ctx, zk, "", table, salts); err != nil {
 			t.Errorf("CreateTable on an existing table: %v", err)
 		}
 	})
@@ -301,7 +301,7 @@ func TestHBaseConfigValidate(t *testing.T) {
 			t.Errorf("%v does not wrap ErrConfig", e)
 		}
 	}
-	if err := hbase.CreateTable(t.Context(), "127.0.0.1:1", "x", 0); !errors.Is(err, hbase.ErrConfig) {
+	if err := hbase.CreateTable(t.Context(), "127.0.0.1:1", "", "x", 0); !errors.Is(err, hbase.ErrConfig) {
 		t.Errorf("CreateTable(0 salts) = %v, want ErrConfig", err)
 	}
 }

@@ -59,12 +59,13 @@ var familyAttributes = map[string]string{
 // are the pre-split ones; the attribute is then written (a table schema
 // change, which reopens the table's regions once). While HBase is still
 // starting (master initializing, PleaseHoldException) every call is retried
-// with backoff until ctx ends.
-func CreateTable(ctx context.Context, zk, table string, salts int) error {
+// with backoff until ctx ends. zkRoot is HBase's znode parent ("" means
+// DefaultZKRoot).
+func CreateTable(ctx context.Context, zk, zkRoot, table string, salts int) error {
 	if salts < 1 || salts > payload.MaxSalts {
 		return fmt.Errorf("hbase: create table %s: %w: salts %d out of range 1..%d", table, ErrConfig, salts, payload.MaxSalts)
 	}
-	a := newAdmin(zk)
+	a := newAdmin(zk, zkRoot)
 	defer a.close()
 	created := false
 	err := a.do(ctx, "create table", func(ctx context.Context) error {
@@ -110,8 +111,8 @@ func CreateTable(ctx context.Context, zk, table string, salts int) error {
 // TableSalts returns the salt count of an existing table: its
 // SaltsAttribute, or for a table without it the count its pre-split region
 // boundaries show, or 0 when they show none. It changes nothing.
-func TableSalts(ctx context.Context, zk, table string) (int, error) {
-	a := newAdmin(zk)
+func TableSalts(ctx context.Context, zk, zkRoot, table string) (int, error) {
+	a := newAdmin(zk, zkRoot)
 	defer a.close()
 	schema, err := a.schema(ctx, table)
 	if err != nil {
@@ -139,13 +140,18 @@ func mismatch(table string, have, want int, recorded bool) error {
 // client's goroutines.
 type admin struct {
 	zk    string
+	root  string // znode parent; "" means DefaultZKRoot
 	conns connTracker
 	ac    gohbase.AdminClient
 }
 
-func newAdmin(zk string) *admin {
-	a := &admin{zk: zk}
+func newAdmin(zk, root string) *admin {
+	if root == "" {
+		root = DefaultZKRoot
+	}
+	a := &admin{zk: zk, root: root}
 	a.ac = gohbase.NewAdminClient(zk,
+		gohbase.ZookeeperRoot(root),
 		gohbase.Logger(slog.New(slog.DiscardHandler)),
 		gohbase.RegionDialer(a.conns.dial))
 	return a
@@ -255,6 +261,7 @@ func (a *admin) record(ctx context.Context, table string, schema *pb.TableSchema
 // from hbase:meta.
 func (a *admin) regionStarts(ctx context.Context, table string) ([][]byte, error) {
 	client := gohbase.NewClient(a.zk,
+		gohbase.ZookeeperRoot(a.root),
 		gohbase.Logger(slog.New(slog.DiscardHandler)),
 		gohbase.RegionDialer(a.conns.dial))
 	defer client.Close()

@@ -65,7 +65,7 @@ func tableFor(t *testing.T, zk, name string) string {
 // recorded: the family and the split keys, no attribute.
 func createLegacy(t *testing.T, ctx context.Context, zk, table string, splits [][]byte) {
 	t.Helper()
-	a := newAdmin(zk)
+	a := newAdmin(zk, "")
 	defer a.close()
 	err := a.do(ctx, "create table", func(ctx context.Context) error {
 		return a.ac.CreateTable(hrpc.NewCreateTable(ctx, []byte(table),
@@ -79,7 +79,7 @@ func createLegacy(t *testing.T, ctx context.Context, zk, table string, splits []
 // schemaOf reads the table's descriptor.
 func schemaOf(t *testing.T, ctx context.Context, zk, table string) *pb.TableSchema {
 	t.Helper()
-	a := newAdmin(zk)
+	a := newAdmin(zk, "")
 	defer a.close()
 	s, err := a.schema(ctx, table)
 	if err != nil {
@@ -132,7 +132,7 @@ func TestTableSalts(t *testing.T) {
 
 	t.Run("new table", func(t *testing.T) {
 		table := tableFor(t, zk, "salts_new")
-		if err := CreateTable(ctx, zk, table, 8); err != nil {
+		if err := CreateTable(ctx, zk, "", table, 8); err != nil {
 			t.Fatal(err)
 		}
 		if v := recorded(t, ctx, zk, table); v != "8" {
@@ -141,11 +141,11 @@ func TestTableSalts(t *testing.T) {
 		if v := familyAttribute(t, ctx, zk, table, "DATA_BLOCK_ENCODING"); v != "ROW_INDEX_V1" {
 			t.Errorf("DATA_BLOCK_ENCODING = %q, want ROW_INDEX_V1", v)
 		}
-		if err := CreateTable(ctx, zk, table, 8); err != nil {
+		if err := CreateTable(ctx, zk, "", table, 8); err != nil {
 			t.Fatalf("CreateTable again with the same salts: %v", err)
 		}
-		wantMismatch(t, CreateTable(ctx, zk, table, 16), "created with 8 salts", "configured 16")
-		if n, err := TableSalts(ctx, zk, table); err != nil || n != 8 {
+		wantMismatch(t, CreateTable(ctx, zk, "", table, 16), "created with 8 salts", "configured 16")
+		if n, err := TableSalts(ctx, zk, "", table); err != nil || n != 8 {
 			t.Fatalf("TableSalts = %d, %v; want 8", n, err)
 		}
 	})
@@ -153,20 +153,20 @@ func TestTableSalts(t *testing.T) {
 	t.Run("legacy pre-split table", func(t *testing.T) {
 		table := tableFor(t, zk, "salts_legacy")
 		createLegacy(t, ctx, zk, table, payload.SplitKeys(4))
-		if n, err := TableSalts(ctx, zk, table); err != nil || n != 4 {
+		if n, err := TableSalts(ctx, zk, "", table); err != nil || n != 4 {
 			t.Fatalf("TableSalts of a 4-salt legacy table = %d, %v", n, err)
 		}
-		wantMismatch(t, CreateTable(ctx, zk, table, 16), "pre-split for 4 salts", "configured 16")
+		wantMismatch(t, CreateTable(ctx, zk, "", table, 16), "pre-split for 4 salts", "configured 16")
 		if v := recorded(t, ctx, zk, table); v != "" {
 			t.Fatalf("a refused CreateTable recorded %s = %q", SaltsAttribute, v)
 		}
-		if err := CreateTable(ctx, zk, table, 4); err != nil {
+		if err := CreateTable(ctx, zk, "", table, 4); err != nil {
 			t.Fatalf("CreateTable with the derived salts: %v", err)
 		}
 		if v := recorded(t, ctx, zk, table); v != "4" {
 			t.Fatalf("%s = %q after CreateTable, want 4", SaltsAttribute, v)
 		}
-		wantMismatch(t, CreateTable(ctx, zk, table, 5), "created with 4 salts", "configured 5")
+		wantMismatch(t, CreateTable(ctx, zk, "", table, 5), "created with 4 salts", "configured 5")
 		// The table still works after the schema change.
 		s, err := New(Config{ZK: zk, Table: table, Salts: 4, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -186,20 +186,20 @@ func TestTableSalts(t *testing.T) {
 	t.Run("legacy table of unknown layout", func(t *testing.T) {
 		table := tableFor(t, zk, "salts_unknown")
 		createLegacy(t, ctx, zk, table, [][]byte{{2}, {5}})
-		if n, err := TableSalts(ctx, zk, table); err != nil || n != 0 {
+		if n, err := TableSalts(ctx, zk, "", table); err != nil || n != 0 {
 			t.Fatalf("TableSalts = %d, %v; want 0 (unknown)", n, err)
 		}
-		if err := CreateTable(ctx, zk, table, 6); err != nil {
+		if err := CreateTable(ctx, zk, "", table, 6); err != nil {
 			t.Fatalf("CreateTable on a table of unknown layout: %v", err)
 		}
 		if v := recorded(t, ctx, zk, table); v != "6" {
 			t.Fatalf("%s = %q, want 6", SaltsAttribute, v)
 		}
-		wantMismatch(t, CreateTable(ctx, zk, table, 16), "created with 6 salts", "configured 16")
+		wantMismatch(t, CreateTable(ctx, zk, "", table, 16), "created with 6 salts", "configured 16")
 	})
 
 	t.Run("missing table", func(t *testing.T) {
-		if _, err := TableSalts(ctx, zk, fmt.Sprintf("delayq_test_none_%d", time.Now().UnixNano())); err == nil {
+		if _, err := TableSalts(ctx, zk, "", fmt.Sprintf("delayq_test_none_%d", time.Now().UnixNano())); err == nil {
 			t.Fatal("TableSalts of a missing table succeeded")
 		}
 	})

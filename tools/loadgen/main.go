@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/delayq/delayq/internal/connflags"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/tools/loadgen/internal/load"
 )
@@ -37,7 +38,9 @@ func run(args []string) error {
 	fs.BoolVar(&cfg.RedisConn.Cluster, "redis-cluster", false, "delayd's --redis-cluster")
 	fs.StringVar(&cfg.RedisConn.Username, "redis-username", "", "delayd's --redis-username")
 	fs.BoolVar(&cfg.RedisConn.TLS, "redis-tls", false, "delayd's --redis-tls")
+	connflags.RedisTLS(fs, &cfg.RedisConn.TLSCA, &cfg.RedisConn.TLSCert, &cfg.RedisConn.TLSKey)
 	cfg.RedisConn.Password = os.Getenv("DELAYQ_REDIS_PASSWORD") // as delayd reads it
+	connflags.Kafka(fs, &cfg.Kafka)
 	fs.StringVar(&cfg.Delayd, "delayd", load.DefaultDelayd, "delayd's --http address (/metrics, /readyz)")
 	fs.StringVar(&cfg.Prefix, "prefix", load.DefaultPrefix, "delayd's --prefix (Redis census, --cleanup)")
 	fs.IntVar(&cfg.Tasks, "tasks", load.DefaultTasks, "tasks to submit")
@@ -63,12 +66,14 @@ func run(args []string) error {
 	svgOut := fs.String("svg", "", "write the lateness plot (SVG) here")
 	dropTable := fs.String("drop-table", "", "only drop this HBase table (after stopping its delayd) and exit")
 	zk := fs.String("hbase-zk", hbase.DefaultZK, "HBase ZooKeeper quorum (--drop-table)")
+	zkRoot := fs.String("hbase-zk-root", hbase.DefaultZKRoot, "HBase's znode parent in ZooKeeper (--drop-table)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return nil
 		}
 		return err
 	}
+	connflags.KafkaPassword(&cfg.Kafka, os.Getenv) // as delayd reads it
 	cfg.Brokers = strings.Split(*brokers, ",")
 	cfg.Progress = os.Stderr
 
@@ -77,7 +82,7 @@ func run(args []string) error {
 	if *dropTable != "" {
 		dctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		return load.DropTable(dctx, *zk, *dropTable)
+		return load.DropTable(dctx, *zk, *zkRoot, *dropTable)
 	}
 
 	rep, err := load.Run(ctx, cfg)

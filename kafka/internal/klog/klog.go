@@ -17,7 +17,8 @@ import (
 )
 
 // routine are fragments of kafka-go's lines about ordinary consumer-group
-// churn (a member joined or left, the generation moved on).
+// churn (a member joined or left, the generation moved on, the coordinator
+// moved with its broker).
 var routine = []string{
 	"rebalance",
 	"Rebalance",
@@ -26,6 +27,10 @@ var routine = []string{
 	"Failed to join group",
 	"Failed to sync group",
 	"Partition changes found",
+	// A coordinator or broker away: the group's join stall says so once
+	// (consumer.Generations).
+	"Unable to establish connection to consumer group coordinator",
+	"Problem getting partitions while checking for changes",
 }
 
 // Logger returns a kafka-go logger writing each line to l as

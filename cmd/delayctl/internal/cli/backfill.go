@@ -77,7 +77,7 @@ back a backfill reaches.`,
 				if err := g.checkKafka(ctx); err != nil {
 					return err
 				}
-				kw := producer.New(producer.Config{Brokers: g.brokers, BatchSize: batch})
+				kw := producer.New(producer.Config{Brokers: g.brokers, Auth: g.auth, BatchSize: batch})
 				defer kw.Close()
 				w = kw
 			}

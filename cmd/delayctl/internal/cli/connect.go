@@ -9,10 +9,10 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
-	kafka "github.com/segmentio/kafka-go"
 	"github.com/spf13/pflag"
 
 	"github.com/delayq/delayq/internal/redisconn"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
@@ -24,7 +24,7 @@ func (g *globals) checkKafka(ctx context.Context) error {
 	var errs []string
 	for _, b := range g.brokers {
 		cctx, cancel := context.WithTimeout(ctx, g.timeout)
-		conn, err := (&kafka.Dialer{Timeout: g.timeout}).DialContext(cctx, "tcp", b)
+		conn, err := g.auth.Dialer(g.timeout).DialContext(cctx, "tcp", b)
 		if err == nil {
 			_, err = conn.ApiVersions()
 			conn.Close()
@@ -35,6 +35,10 @@ func (g *globals) checkKafka(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		// A refused login or TLS handshake is no outage: say only that.
+		if err := g.auth.Explain(err); errors.As(err, new(*kafkaauth.Error)) {
+			return fmt.Errorf("%w (at %s)", err, b)
 		}
 		errs = append(errs, fmt.Sprintf("%s: %v", b, err))
 	}
@@ -81,6 +85,7 @@ func silenceRedis() { quietOnce.Do(func() { redis.SetLogger(quietRedis{}) }) }
 type redisFlags struct {
 	master, username, password string
 	cluster, tls               bool
+	tlsCA, tlsCert, tlsKey     string // connflags.RedisTLS
 }
 
 func (f *redisFlags) register(pf *pflag.FlagSet) {
@@ -96,6 +101,7 @@ func (g *globals) redisConn() redisconn.Config {
 	return redisconn.Config{
 		Addrs: redisconn.SplitAddrs(g.redis), MasterName: g.rc.master, Cluster: g.rc.cluster,
 		Username: g.rc.username, Password: g.rc.password, TLS: g.rc.tls,
+		TLSCA: g.rc.tlsCA, TLSCert: g.rc.tlsCert, TLSKey: g.rc.tlsKey,
 		DialTimeout: g.timeout, DialerRetries: 1, MaxRetries: 1,
 	}
 }
@@ -150,7 +156,7 @@ func (g *globals) openStore(ctx context.Context) (*hbase.Store, error) {
 	if err := g.checkZK(ctx); err != nil {
 		return nil, err
 	}
-	store, err := hbase.New(hbase.Config{ZK: g.zk, Table: g.table, Salts: g.salts})
+	store, err := hbase.New(hbase.Config{ZK: g.zk, ZKRoot: g.zkRoot, Table: g.table, Salts: g.salts})
 	if err != nil {
 		return nil, err
 	}

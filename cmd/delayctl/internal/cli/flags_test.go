@@ -7,6 +7,7 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/delayq/delayq/cmd/delayctl/internal/backfill"
 	"github.com/delayq/delayq/zset"
@@ -214,6 +215,16 @@ func TestErrorLines(t *testing.T) {
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, want: []string{"unknown command", "frobnicate"}},
 		{name: "bad env", env: map[string]string{"DELAYQ_SALTS": "many"}, args: []string{"backlog"}, code: 2,
 			want: []string{`DELAYQ_SALTS="many"`}},
+		{name: "bad SASL mechanism", args: []string{"backlog", "--kafka-sasl", "gssapi"}, code: 2,
+			want: []string{"--kafka-*", `unknown SASL mechanism "gssapi"`}},
+		{name: "SASL password missing", env: map[string]string{"DELAYQ_KAFKA_SASL": "scram-sha-512", "DELAYQ_KAFKA_SASL_USER": "u"},
+			args: []string{"backlog"}, code: 2, want: []string{"needs a password (DELAYQ_KAFKA_SASL_PASSWORD)"}},
+		{name: "missing Kafka CA", args: []string{"backlog", "--kafka-tls-ca", "/nonexistent/ca.pem"}, code: 2,
+			want: []string{"--kafka-*", "/nonexistent/ca.pem"}},
+		{name: "Redis certificate without key", args: []string{"backlog", "--redis-tls-cert", "c.pem"}, code: 2,
+			want: []string{"--redis", "both the certificate and the key"}},
+		{name: "relative znode parent", args: []string{"backlog", "--hbase-zk-root", "hbase"}, code: 2,
+			want: []string{`--hbase-zk-root: "hbase" is not a znode path`}},
 		{name: "bad env time", env: map[string]string{"DELAYQ_AT": "tomorrow"}, args: []string{"cancel", "--id", "x"}, code: 2,
 			want: []string{`DELAYQ_AT="tomorrow"`, "RFC 3339"}},
 
@@ -350,5 +361,21 @@ func TestProgress(t *testing.T) {
 	p.finish()
 	if s := b.String(); !strings.HasPrefix(s, "\r\033[K[====") || !strings.Contains(s, "100.0%") || !strings.HasSuffix(s, "\r\033[K") {
 		t.Errorf("bar %q", s)
+	}
+}
+
+// TestKafkaLoginRefused: a broker that refuses the SASL login gives one
+// line that says so and names the user, not "unreachable".
+func TestKafkaLoginRefused(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "ops", "right"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	env := map[string]string{"DELAYQ_KAFKA_SASL": "scram-sha-512", "DELAYQ_KAFKA_SASL_USER": "ops", "DELAYQ_KAFKA_SASL_PASSWORD": "hunter2-bad"}
+	_, stderr, code := run(t, env, "", "submit", "--brokers", c.ListenAddrs()[0], "--topic", "t", "--after", "1m", "v")
+	want := `delayctl submit: kafka: SASL authentication failed for user "ops" (SCRAM-SHA-512)`
+	if code != 1 || !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "hunter2") {
+		t.Errorf("exit %d, stderr %q; want 1 and one line starting %q", code, stderr, want)
 	}
 }

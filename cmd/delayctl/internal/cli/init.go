@@ -50,11 +50,11 @@ harmless; existing topics keep their partition count.`,
 				specs[i].ReplicationFactor = replication
 				names[i] = specs[i].Name
 			}
-			if err := topics.Ensure(ctx, g.brokers, specs); err != nil {
+			if err := topics.Ensure(ctx, g.brokers, g.auth, specs); err != nil {
 				return fmt.Errorf("kafka at %s: %w", strings.Join(g.brokers, ","), err)
 			}
 			fmt.Fprintf(io.Stdout, "kafka topics ready: %s\n", strings.Join(names, ", "))
-			if err := hbase.CreateTable(ctx, g.zk, g.table, g.salts); err != nil {
+			if err := hbase.CreateTable(ctx, g.zk, g.zkRoot, g.table, g.salts); err != nil {
 				return g.hbaseError(err)
 			}
 			fmt.Fprintf(io.Stdout, "hbase table ready: %s (%d salts, one region each)\n", g.table, g.salts)

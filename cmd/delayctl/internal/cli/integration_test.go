@@ -137,7 +137,7 @@ func (s *stack) topics(names ...string) {
 	for i, n := range names {
 		specs[i] = topics.Spec{Name: n, Partitions: 4}
 	}
-	if err := topics.Ensure(s.t.Context(), s.brokers, specs); err != nil {
+	if err := topics.Ensure(s.t.Context(), s.brokers, nil, specs); err != nil {
 		s.t.Fatal(err)
 	}
 }

@@ -85,7 +85,7 @@ contents were dropped to fit delay-failed are counted as skipped.`,
 			}
 			var w failed.Writer
 			if !dryRun {
-				kw := producer.New(producer.Config{Brokers: g.brokers, BatchSize: batch})
+				kw := producer.New(producer.Config{Brokers: g.brokers, Auth: g.auth, BatchSize: batch})
 				defer kw.Close()
 				w = kw
 			}
@@ -97,7 +97,7 @@ contents were dropped to fit delay-failed are counted as skipped.`,
 			p := newReplayProgress(sys.Stderr, progressMode, progressInterval)
 			opt.Progress = p.update
 			start := time.Now()
-			stats, err := failed.Replay(ctx, failed.Config{Brokers: g.brokers, BatchSize: batch}, f, w, opt)
+			stats, err := failed.Replay(ctx, failed.Config{Brokers: g.brokers, Auth: g.auth, BatchSize: batch}, f, w, opt)
 			p.finish()
 			printReplaySummary(sys.Stdout, f, dryRun, stats, time.Since(start))
 			switch {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/delayq/delayq/cmd/internal/envflag"
+	"github.com/delayq/delayq/internal/connflags"
 	"github.com/delayq/delayq/internal/version"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
@@ -103,12 +106,15 @@ type globals struct {
 	redis   string
 	rc      redisFlags // the other --redis-* flags
 	zk      string
+	zkRoot  string
 	table   string
 	prefix  string
 	salts   int
 	segment time.Duration
 	shards  int
 	timeout time.Duration
+	kafka   kafkaauth.Config // --kafka-tls*, --kafka-sasl*
+	auth    *kafkaauth.Auth  // loaded from kafka by validate; nil: plaintext
 }
 
 func newRoot(io *IO) *cobra.Command {
@@ -150,7 +156,12 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 	pf.StringSliceVar(&g.brokers, "brokers", []string{topics.DefaultBroker}, "Kafka bootstrap addresses, comma-separated")
 	pf.StringVar(&g.redis, "redis", zset.DefaultAddr, "Redis address; several comma-separated = Redis Cluster seeds, or the sentinels with --redis-master")
 	g.rc.register(pf)
+	secure := flag.NewFlagSet("", flag.ContinueOnError)
+	connflags.Kafka(secure, &g.kafka)
+	connflags.RedisTLS(secure, &g.rc.tlsCA, &g.rc.tlsCert, &g.rc.tlsKey)
+	pf.AddGoFlagSet(secure)
 	pf.StringVar(&g.zk, "hbase-zk", hbase.DefaultZK, "HBase ZooKeeper quorum")
+	pf.StringVar(&g.zkRoot, "hbase-zk-root", hbase.DefaultZKRoot, "HBase's znode parent in ZooKeeper (zookeeper.znode.parent)")
 	pf.StringVar(&g.table, "table", hbase.DefaultTable, "HBase table")
 	pf.StringVar(&g.prefix, "prefix", zset.DefaultPrefix, "Redis key prefix")
 	pf.IntVar(&g.salts, "salts", 16, "HBase salt buckets (pre-split regions); must match delayd's")
@@ -188,6 +199,13 @@ func (g *globals) validate() error {
 	}
 	if g.zk == "" {
 		errs = append(errs, "--hbase-zk: empty")
+	}
+	if !strings.HasPrefix(g.zkRoot, "/") {
+		errs = append(errs, fmt.Sprintf("--hbase-zk-root: %q is not a znode path (/...)", g.zkRoot))
+	}
+	var err error
+	if g.auth, err = g.kafka.Load(); err != nil {
+		errs = append(errs, "--kafka-*: "+oneLine(err.Error()))
 	}
 	if g.table == "" {
 		errs = append(errs, "--table: empty")

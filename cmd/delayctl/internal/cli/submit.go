@@ -70,7 +70,7 @@ func (c *clientFlags) register(cmd *cobra.Command, node bool) {
 }
 
 func (c *clientFlags) client(g *globals) (*delayq.Client, error) {
-	return delayq.New(delayq.Config{Brokers: g.brokers, Node: c.node.id(), Input: c.input, Slow: c.slow})
+	return delayq.New(delayq.Config{Brokers: g.brokers, TLS: g.auth.TLS(), SASL: g.auth.SASL(), Node: c.node.id(), Input: c.input, Slow: c.slow})
 }
 
 func newSubmit(sys *IO, g *globals) *cobra.Command {

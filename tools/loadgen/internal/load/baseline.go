@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/consumer"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/topics"
 )
@@ -57,7 +58,7 @@ func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) 
 	for i, t := range names {
 		specs[i] = topics.Spec{Name: t, Partitions: cfg.Partitions}
 	}
-	if err := topics.Ensure(ctx, cfg.Brokers, specs); err != nil {
+	if err := topics.Ensure(ctx, cfg.Brokers, cfg.auth, specs); err != nil {
 		return nil, names, err
 	}
 	bl := &Baseline{Batch: cfg.BaselineBatch}
@@ -71,11 +72,11 @@ func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) 
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var outs outTopic
-	waitOut := collect(cctx, cfg.Brokers, out, cfg.Partitions, outs.add)
+	waitOut := collect(cctx, cfg.Brokers, cfg.auth, out, cfg.Partitions, outs.add)
 	copyErr := make(chan error, 1)
-	go func() { copyErr <- copyTopic(cctx, cfg.Brokers, cfg.Run+"-copy", in, out, cfg.BaselineBatch) }()
+	go func() { copyErr <- copyTopic(cctx, cfg.Brokers, cfg.auth, cfg.Run+"-copy", in, out, cfg.BaselineBatch) }()
 
-	w := producer.New(producer.Config{Brokers: cfg.Brokers})
+	w := producer.New(producer.Config{Brokers: cfg.Brokers, Auth: cfg.auth})
 	defer w.Close()
 	// A warm-up message proves the copier has joined its group.
 	warm := kafka.Message{Topic: in, Key: []byte("warmup"), Value: []byte("warmup"), Time: time.Now()}
@@ -115,9 +116,11 @@ func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) 
 	dctx, stopDrain := context.WithCancel(ctx)
 	defer stopDrain()
 	var drained outTopic
-	waitDrain := collect(dctx, cfg.Brokers, drain, cfg.Partitions, drained.add)
+	waitDrain := collect(dctx, cfg.Brokers, cfg.auth, drain, cfg.Partitions, drained.add)
 	drainErr := make(chan error, 1)
-	go func() { drainErr <- copyTopic(dctx, cfg.Brokers, cfg.Run+"-drain", in, drain, cfg.BaselineBatch) }()
+	go func() {
+		drainErr <- copyTopic(dctx, cfg.Brokers, cfg.auth, cfg.Run+"-drain", in, drain, cfg.BaselineBatch)
+	}()
 	dStart := time.Now()
 	stopProgress = progress(cfg, dStart, func() string {
 		return fmt.Sprintf("baseline: backlog copied %d/%d", drained.n.Load(), cfg.Tasks+1)
@@ -161,15 +164,15 @@ func waitCount(ctx context.Context, n *atomic.Int64, want int64, timeout time.Du
 // batches of up to size messages closed copyBatchWait after their first,
 // each written to `to` with a RequireAll writer and then committed, until
 // ctx ends.
-func copyTopic(ctx context.Context, brokers []string, group, from, to string, size int) error {
+func copyTopic(ctx context.Context, brokers []string, auth *kafkaauth.Auth, group, from, to string, size int) error {
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: brokers, GroupID: group, Topic: from, StartOffset: kafka.FirstOffset,
+		Brokers: brokers, Dialer: auth.Dialer(0), GroupID: group, Topic: from, StartOffset: kafka.FirstOffset,
 		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond, QueueCapacity: size,
 		HeartbeatInterval: consumer.HeartbeatInterval, SessionTimeout: consumer.SessionTimeout,
 		JoinGroupBackoff: consumer.JoinBackoff,
 	})
 	defer r.Close()
-	w := producer.New(producer.Config{Brokers: brokers})
+	w := producer.New(producer.Config{Brokers: brokers, Auth: auth})
 	defer w.Close()
 	batch := make([]kafka.Message, 0, size)
 	for {

@@ -9,17 +9,19 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/payload"
 )
 
 // collect reads every partition of topic from the start, one reader each,
 // and calls fn with each message and the time it was read, until ctx ends.
 // The returned function waits for the readers to stop.
-func collect(ctx context.Context, brokers []string, topic string, partitions int, fn func(kafka.Message, time.Time)) func() {
+func collect(ctx context.Context, brokers []string, auth *kafkaauth.Auth, topic string, partitions int, fn func(kafka.Message, time.Time)) func() {
 	var wg sync.WaitGroup
 	for p := range partitions {
 		r := kafka.NewReader(kafka.ReaderConfig{
 			Brokers:   brokers,
+			Dialer:    auth.Dialer(0),
 			Topic:     topic,
 			Partition: p,
 			MinBytes:  1,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/internal/redisconn"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/zset"
 )
@@ -43,6 +44,9 @@ type Config struct {
 	// RedisConn is the rest of delayd's Redis settings (Sentinel master,
 	// cluster, auth, TLS); its Addrs come from Redis.
 	RedisConn redisconn.Config
+	// Kafka is delayd's Kafka security (TLS, SASL); Run loads it into auth.
+	Kafka kafkaauth.Config
+	auth  *kafkaauth.Auth
 
 	Tasks   int     // how many tasks; default 100,000
 	Rate    float64 // tasks/s to produce; 0 = as fast as possible
@@ -164,6 +168,9 @@ func (c *Config) Validate() error {
 	rc.Addrs = redisconn.SplitAddrs(c.Redis)
 	if err := rc.Validate(); err != nil {
 		bad("redis: %w", err)
+	}
+	if err := c.Kafka.Validate(); err != nil {
+		bad("kafka: %w", err)
 	}
 	return errors.Join(errs...)
 }

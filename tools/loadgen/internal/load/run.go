@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/internal/redisconn"
+	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/topics"
 )
@@ -26,6 +27,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	auth, err := cfg.Kafka.Load()
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	cfg.auth = auth
 	rep := &Report{
 		Run: cfg.Run, Started: time.Now().UTC(), Tasks: cfg.Tasks, Payload: cfg.Payload, Rate: cfg.Rate,
 		Delays: cfg.delays(), Topic: cfg.Topic, IDs: cfg.IDs, DelaydHTTP: cfg.Delayd,
@@ -48,7 +54,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if !cfg.KeepTopics && len(topics) > 0 {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
-			if err := deleteTopics(dctx, cfg.Brokers, topics); err != nil {
+			if err := deleteTopics(dctx, cfg.Brokers, cfg.auth, topics); err != nil {
 				fmt.Fprintf(cfg.Progress, "delete topics: %v\n", err)
 			}
 		}
@@ -84,7 +90,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // runDelayq submits the tasks, waits until delayd accepted them all, takes
 // the Redis figures, then (unless NoDeliver) waits for the deliveries.
 func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*Delayq, error) {
-	if err := topics.Ensure(ctx, cfg.Brokers, []topics.Spec{{Name: cfg.Topic, Partitions: cfg.Partitions}}); err != nil {
+	if err := topics.Ensure(ctx, cfg.Brokers, cfg.auth, []topics.Spec{{Name: cfg.Topic, Partitions: cfg.Partitions}}); err != nil {
 		return nil, err
 	}
 	d := &Delayq{Burst: cfg.Burst}
@@ -111,7 +117,7 @@ func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*De
 		return nil, err
 	}
 	cctx, stopCollect := context.WithCancel(ctx)
-	waitCollect := collect(cctx, cfg.Brokers, cfg.Topic, cfg.Partitions, func(m kafka.Message, seen time.Time) {
+	waitCollect := collect(cctx, cfg.Brokers, cfg.auth, cfg.Topic, cfg.Partitions, func(m kafka.Message, seen time.Time) {
 		tally.Add(delivery(m, seen))
 	})
 	defer func() { stopCollect(); waitCollect() }()
@@ -125,7 +131,7 @@ func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*De
 	})
 	defer stopProgress()
 
-	w := producer.New(producer.Config{Brokers: cfg.Brokers})
+	w := producer.New(producer.Config{Brokers: cfg.Brokers, Auth: cfg.auth})
 	pStart, pEnd, err := produce(ctx, w, cfg.Tasks, cfg.Rate, cfg.Producers, func(seq int, now time.Time) kafka.Message {
 		return src.task(topics.Input, seq, now)
 	}, &sent)
@@ -279,8 +285,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // deleteTopics deletes topics the run created.
-func deleteTopics(ctx context.Context, brokers []string, topics []string) error {
-	transport := &kafka.Transport{}
+func deleteTopics(ctx context.Context, brokers []string, auth *kafkaauth.Auth, topics []string) error {
+	transport := auth.NewTransport()
 	defer transport.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport, Timeout: 30 * time.Second}
 	res, err := client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: topics})

@@ -1,4 +1,4 @@
-package fault
+package e2etest
 
 import (
 	"context"
@@ -11,12 +11,11 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/topics"
 )
 
-// Input shape of every fault test.
+// Input shape of a Source.
 const (
 	rate        = 400              // tasks per second
 	span        = 30 * time.Second // delays are uniform over [0, span)
@@ -26,17 +25,20 @@ const (
 	badEvery    = 3 * time.Second // one malformed message this often, while any is left
 )
 
-// source produces a steady stream of tasks to delay-input as an outside
-// client would, and keeps the ledger of what Kafka accepted. A batch Kafka
-// does not take is retried until written; meanwhile the stream pauses (it
-// does not catch up afterwards).
-type source struct {
-	e     *e2etest.Env
+// Source produces a steady stream of tasks to delay-input as an outside
+// client would (400 tasks/s, delays 0–30 s, about 3 % cancelled, half of
+// the cancels before their task, 13 malformed messages), and keeps the
+// ledger of what Kafka accepted. A batch Kafka does not take is retried
+// until written; meanwhile the stream pauses (it does not catch up
+// afterwards).
+type Source struct {
+	e     *Env
 	topic string
+	name  string // seqs are Env.Seq(name + i)
 	w     *kafka.Writer
 	rng   *rand.Rand
 	bad   [][]kafka.Header
-	stop  chan struct{} // closed by stopInput: write what is left, then end
+	stop  chan struct{} // closed by StopInput: write what is left, then end
 	quit  chan struct{} // closed when the test ends: end now
 	done  chan struct{}
 	once  sync.Once
@@ -46,7 +48,7 @@ type source struct {
 	late    []pendingCancel  // cancels to produce after their task
 	n       int              // tasks generated
 	badSent int              // malformed messages generated
-	stats   sourceStats
+	stats   SourceStats
 }
 
 type sent struct {
@@ -61,19 +63,21 @@ type pendingCancel struct {
 	msg kafka.Message
 }
 
-type sourceStats struct {
-	retries    int           // WriteMessages calls that failed
-	longest    time.Duration // longest a batch waited to be written
-	lastFailed error
+// SourceStats tells how Kafka took a Source's input.
+type SourceStats struct {
+	Retries    int           // WriteMessages calls that failed
+	Longest    time.Duration // longest a batch waited to be written
+	LastFailed error
 }
 
-// produce starts the stream; stopInput ends it.
-func produce(e *e2etest.Env, topic string) *source {
-	s := &source{
-		e: e, topic: topic,
+// Stream starts a Source of tasks for topic, their seqs prefixed with
+// name; StopInput ends it.
+func (e *Env) Stream(topic, name string) *Source {
+	s := &Source{
+		e: e, topic: topic, name: name,
 		w:     producer.New(producer.Config{Brokers: e.Brokers}),
 		rng:   rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11)),
-		bad:   e2etest.MalformedHeaders(topic),
+		bad:   MalformedHeaders(topic),
 		stop:  make(chan struct{}),
 		quit:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -89,7 +93,7 @@ func produce(e *e2etest.Env, topic string) *source {
 	return s
 }
 
-func (s *source) run() {
+func (s *Source) run() {
 	defer close(s.done)
 	defer s.w.Close()
 	tick := time.NewTicker(batchEvery)
@@ -135,19 +139,19 @@ func (s *source) run() {
 }
 
 // malformed generates the next malformed message.
-func (s *source) malformed(now time.Time) kafka.Message {
-	seq := s.e.Seq("bad-" + strconv.Itoa(s.badSent))
+func (s *Source) malformed(now time.Time) kafka.Message {
+	seq := s.e.Seq(s.name + "bad-" + strconv.Itoa(s.badSent))
 	s.badSent++
-	return e2etest.MalformedMessage(seq, s.bad[s.badSent-1], now)
+	return MalformedMessage(seq, s.bad[s.badSent-1], now)
 }
 
 // next generates one task, preceded by its cancel for half of the
 // cancelled ones; the other half's cancels wait in s.late.
-func (s *source) next(now time.Time) []kafka.Message {
+func (s *Source) next(now time.Time) []kafka.Message {
 	i := s.n
 	s.n++
-	seq := s.e.Seq(strconv.Itoa(i))
-	id := fmt.Sprintf("%s-%d", s.e.Run, i)
+	seq := s.e.Seq(s.name + strconv.Itoa(i))
+	id := fmt.Sprintf("%s-%s%d", s.e.Run, s.name, i)
 	delay := time.Duration(s.rng.Int64N(int64(span))).Truncate(time.Millisecond)
 	cancel := s.rng.Float64() < cancelShare
 	if cancel && delay < minCancel {
@@ -157,11 +161,11 @@ func (s *source) next(now time.Time) []kafka.Message {
 	s.mu.Lock()
 	s.tasks[seq] = &sent{execAt: execAt, cancel: cancel}
 	s.mu.Unlock()
-	task := e2etest.TaskMessage(s.topic, seq, id, now, execAt, i)
+	task := TaskMessage(s.topic, seq, id, now, execAt, i)
 	if !cancel {
 		return []kafka.Message{task}
 	}
-	c := e2etest.CancelMessage(s.topic, seq, id, execAt, now)
+	c := CancelMessage(s.topic, seq, id, execAt, now)
 	if i%2 == 0 {
 		return []kafka.Message{c, task}
 	}
@@ -173,7 +177,7 @@ func (s *source) next(now time.Time) []kafka.Message {
 
 // write produces msgs, retrying what Kafka did not take until all is
 // written, and records when each task and cancel was accepted.
-func (s *source) write(msgs []kafka.Message) {
+func (s *Source) write(msgs []kafka.Message) {
 	start := time.Now()
 	for i := range msgs {
 		msgs[i].Topic = topics.Input
@@ -207,29 +211,29 @@ func (s *source) write(msgs []kafka.Message) {
 			default:
 			}
 			s.mu.Lock()
-			s.stats.retries++
-			s.stats.lastFailed = err
+			s.stats.Retries++
+			s.stats.LastFailed = err
 			s.mu.Unlock()
 			time.Sleep(500 * time.Millisecond)
 		}
 		msgs = failed
 	}
 	s.mu.Lock()
-	s.stats.longest = max(s.stats.longest, time.Since(start))
+	s.stats.Longest = max(s.stats.Longest, time.Since(start))
 	s.mu.Unlock()
 }
 
-func (s *source) accept(msgs []kafka.Message, at time.Time) {
+func (s *Source) accept(msgs []kafka.Message, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, m := range msgs {
-		seq := e2etest.Header(m, "seq")
+		seq := Header(m, "seq")
 		if t, ok := s.tasks[seq]; ok && t.accepted.IsZero() {
 			t.accepted = at
 			continue
 		}
-		if e2etest.Header(m, "delay-op") == "cancel" {
-			task := seq[:len(seq)-len(e2etest.CancelSeq(""))]
+		if Header(m, "delay-op") == "cancel" {
+			task := seq[:len(seq)-len(CancelSeq(""))]
 			if t, ok := s.tasks[task]; ok && t.cancelled.IsZero() {
 				t.cancelled = at
 			}
@@ -237,37 +241,38 @@ func (s *source) accept(msgs []kafka.Message, at time.Time) {
 	}
 }
 
-// stopInput ends the stream once its last batch and the cancels still
+// StopInput ends the stream once its last batch and the cancels still
 // waiting are written, and returns the ledger: a task whose cancel Kafka
 // accepted only after the task was due is in Either (delivered or not,
 // both are right), and counted in late.
-func (s *source) stopInput() (l e2etest.Ledger, lastDue time.Time, late int) {
+func (s *Source) StopInput() (l Ledger, lastDue time.Time, late int) {
 	s.once.Do(func() { close(s.stop) })
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l = e2etest.NewLedger()
+	l = NewLedger()
 	for seq, t := range s.tasks {
 		lastDue = maxTime(lastDue, t.execAt)
 		switch {
 		case !t.cancel:
-			l.Due[seq] = e2etest.Due{At: t.execAt, Accepted: t.accepted}
+			l.Due[seq] = Due{At: t.execAt, Accepted: t.accepted}
 		case !t.cancelled.IsZero() && t.cancelled.Before(t.execAt):
 			l.Cancelled[seq] = true
-			l.Cancels[e2etest.CancelSeq(seq)] = true
+			l.Cancels[CancelSeq(seq)] = true
 		default:
 			late++
 			l.Either[seq] = true
-			l.Cancels[e2etest.CancelSeq(seq)] = true
+			l.Cancels[CancelSeq(seq)] = true
 		}
 	}
 	for i := range s.badSent {
-		l.Malformed[s.e.Seq("bad-"+strconv.Itoa(i))] = true
+		l.Malformed[s.e.Seq(s.name+"bad-"+strconv.Itoa(i))] = true
 	}
 	return l, lastDue, late
 }
 
-func (s *source) statistics() sourceStats {
+// Statistics returns how Kafka took the input so far.
+func (s *Source) Statistics() SourceStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stats
