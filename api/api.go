@@ -257,7 +257,7 @@ type taskAnswer struct {
 // The rules of ops by id for an id with no stored task (taskstate's doc,
 // "Unknown ids"), as the 202 answers state them.
 const (
-	ruleReschedule = "a reschedule applies to the task stored with this id; if none is stored within the reschedule grace (30 s by default) after it, it goes to delay-failed and moves no task submitted later"
+	ruleReschedule = "a reschedule moves only a task of this id submitted less than the reschedule grace (30 s by default) after it; one that finds no such task goes to delay-failed (or, while younger than that, waits for it) and moves no task submitted later"
 	ruleCancel     = "a cancel by id alone is kept: this id stays cancelled for --max-delay + --retention, so a task submitted with it in that time is never delivered"
 )
 

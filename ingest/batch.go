@@ -51,9 +51,7 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 		}
 		tasks = append(tasks, t)
 		src = append(src, i)
-		// A record time ahead of ours (a skewed producer clock) counts as
-		// now, so that a reschedule's grace ends.
-		recorded = append(recorded, minTime(m.Time, now))
+		recorded = append(recorded, m.Time)
 	}
 
 	refused, err := in.store(ctx, tasks, recorded)
@@ -94,35 +92,12 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 	return nil
 }
 
-// store stores tasks (storeOnce) until the plan asks for no recheck: a
-// reschedule of an id with no stored task waits for it, its batch
-// uncommitted, until it is RescheduleGrace old (taskstate's doc, "Unknown
-// ids"), then fails or holds. It returns the tasks refused for good, by
-// index in tasks, or an error when ctx ended first.
-func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []time.Time) (map[int]refusal, error) {
-	for {
-		refused, recheck, err := in.storeOnce(ctx, tasks, recorded)
-		if err != nil || recheck == 0 {
-			return refused, err
-		}
-		in.log.Debug("batch waits for the task of a reschedule", "until", payload.FormatTime(recheck))
-		t := time.NewTimer(time.Until(time.UnixMilli(recheck)))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// storeOnce puts tasks in the Store, runs the id-row protocol for them
+// store puts tasks in the Store, runs the id-row protocol for them
 // (lifecycle.go), then indexes the submits that stay at their own due
 // time and the moved ones, in taskstate's order. It returns the tasks
-// refused for good, by index in tasks, and the plan's recheck time, or an
-// error when ctx ended first. recorded[i] is the record timestamp of
-// tasks[i].
-func (in *Ingester) storeOnce(ctx context.Context, tasks []payload.Task, recorded []time.Time) (map[int]refusal, int64, error) {
+// refused for good, by index in tasks, or an error when ctx ended first.
+// recorded[i] is the record timestamp of tasks[i].
+func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []time.Time) (map[int]refusal, error) {
 	refused := map[int]refusal{}
 	rows := make([]payload.Task, 0, len(tasks))
 	rowIdx := make([]int, 0, len(tasks)) // rowIdx[j] = index in tasks of rows[j]
@@ -136,11 +111,11 @@ func (in *Ingester) storeOnce(ctx context.Context, tasks []payload.Task, recorde
 		func(ctx context.Context, lo, hi int) error { return in.st.Put(ctx, rows[lo:hi]) },
 		func(j int, err error) { refused[rowIdx[j]] = refusal{ReasonStore, "store: " + err.Error()} })
 	if err != nil {
-		return nil, 0, fmt.Errorf("put: %w", err)
+		return nil, fmt.Errorf("put: %w", err)
 	}
 	p, moved, err := in.resolve(ctx, tasks, recorded, refused)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if len(p.Copies) > 0 {
 		cp := copies(p, tasks, moved)
@@ -148,16 +123,16 @@ func (in *Ingester) storeOnce(ctx context.Context, tasks []payload.Task, recorde
 			func(ctx context.Context, lo, hi int) error { return in.st.Put(ctx, cp[lo:hi]) },
 			func(j int, err error) { refused[p.Copies[j].Origin] = refusal{ReasonStore, "store: " + err.Error()} })
 		if err != nil {
-			return nil, 0, fmt.Errorf("put moved: %w", err)
+			return nil, fmt.Errorf("put moved: %w", err)
 		}
 	}
 	if err := in.index(ctx, tasks, p, refused); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if err := in.finish(ctx, p); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return refused, p.Recheck, nil
+	return refused, nil
 }
 
 // index adds the entries of the submits that stay at their own due time
@@ -225,11 +200,4 @@ func (in *Ingester) narrow(ctx context.Context, op string, n int, permanent func
 		return split(mid, hi)
 	}
 	return split(0, n)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return b
-	}
-	return a
 }

@@ -67,10 +67,7 @@
 //  3. read the stored rows a move copies (Store.Get), Plan.Settle; put the
 //     copies, index, put the cancel markers, write the id rows' new due
 //     times, in that order, so that a crash at any point is completed by
-//     handling the batch again;
-//  4. when the plan asks for a recheck (a reschedule waiting for its
-//     task), wait until then with the batch uncommitted and handle it
-//     again; only then are its refusals written to the failed topic.
+//     handling the batch again.
 //
 // An outage of HBase or Redis in any step stalls the lane (retried
 // through the stage) and never makes an id "unknown".

@@ -148,10 +148,7 @@ type Plan struct {
 	// Moves whose task row must be read first (Src -1): read the rows at
 	// From and To of each, in order, and pass them to Settle.
 	Moves []Move
-	// Recheck, when not 0, is the time (unix ms) at which the batch must
-	// be decided again: a reschedule waits for its task until then.
-	Recheck int64
-	moves   []Move
+	moves []Move
 }
 
 // Decide decides each op of b from the id rows read back (states aligned
@@ -254,20 +251,17 @@ func (p *Plan) reschedule(ops []Op, id uint64, st State, resched []int, submits 
 // unknown decides reschedules of an id with no task stored (or none
 // stored in time, see stale). The task may still be on its way (another
 // partition, delay-input-slow): a reschedule younger than the grace waits
-// for it in the id row, and the batch is decided again once the youngest
-// is that old (Recheck). An older one fails, and its cell is marked
-// failed (d:rf), so that no task arriving later moves, and a re-read of
-// it fails again.
+// for it in the id row (d:r, d:rr), and a task recorded within the grace
+// after it moves itself there when it comes. An older one fails, and its
+// cell is marked failed (d:rf), so that no task arriving later moves and a
+// re-read of it fails again.
 func (p *Plan) unknown(ops []Op, id uint64, resched []int, now int64, cfg Config) {
 	for _, i := range resched {
-		end := ops[i].Recorded + cfg.RescheduleGrace.Milliseconds()
-		if now < end {
-			p.Recheck = max(p.Recheck, end)
-			continue
+		if age := time.Duration(now-ops[i].Recorded) * time.Millisecond; age >= cfg.RescheduleGrace {
+			p.Refused[i] = fmt.Sprintf(
+				"reschedule: unknown delay-id %q: no task with this id was stored within %v after the reschedule (a reschedule waits for its task that long; this one is %v old)",
+				ops[i].Name, cfg.RescheduleGrace, age)
 		}
-		p.Refused[i] = fmt.Sprintf(
-			"reschedule: unknown delay-id %q: no task with this id was stored within %v after the reschedule (a reschedule waits for its task that long; this one is %v old)",
-			ops[i].Name, cfg.RescheduleGrace, time.Duration(now-ops[i].Recorded)*time.Millisecond)
 	}
 	last := resched[len(resched)-1]
 	if _, old := p.Refused[last]; old {

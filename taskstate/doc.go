@@ -12,7 +12,9 @@
 //
 // Every task name has an id row (State) beside its task rows: d:s the due
 // time of its latest submit, d:a the current due time after a move, d:r
-// the latest reschedule's new due time, d:x cancelled by id alone. A
+// the latest reschedule's new due time, d:x cancelled by id alone, and
+// the record timestamps d:sr (of the latest submit), d:rr (of the latest
+// reschedule) and d:rf (of a reschedule failed for an unknown id). A
 // write sets only the cells it names (Write, State.Apply); each store
 // makes a write of a row atomic and a read after it sees it.
 //
@@ -40,9 +42,10 @@
 // to make (Settle finishes a move whose copy exists: the row at To).
 //
 // The scanner, for a delivered occurrence of a recurring task, stores the
-// next occurrence, indexes it, records it in the id row (d:a), reads the
-// row back and marks the occurrence when the name is cancelled by id
-// (Cancelled), all before it produces the current one.
+// next occurrence, indexes it, records it in the id row (Track: d:a),
+// reads the row back and marks the next occurrence when the name is
+// cancelled by id (Stopped), all before it produces the current one,
+// which it then does not produce either when the name is cancelled.
 //
 // # Rules
 //
@@ -67,17 +70,17 @@
 // delay-input-slow) or name an id that never comes; the rules tell the
 // two apart by time only:
 //
-//   - A reschedule of an id with no stored task waits for it in the id
-//     row (d:r) until RescheduleGrace after its record timestamp: Decide
-//     sets Plan.Recheck, and ingest decides the batch again then, its
-//     offsets uncommitted. If no task is stored by then, the reschedule
-//     is refused (delay-failed) and its cell is marked failed (d:rf =
-//     its record time), so that a re-read of the batch refuses it again
-//     and no task arriving later moves.
-//   - A reschedule never moves a task submitted RescheduleGrace or more
-//     after it (record timestamps d:sr and d:rr, see stale): whichever
-//     of the two ingest handles first, that task stays at its own due
-//     time and the reschedule is refused as unknown.
+//   - A reschedule applies only to a task of its id recorded less than
+//     RescheduleGrace after it (record timestamps d:sr and d:rr, see
+//     stale): whichever of the two ingest handles first, a task recorded
+//     later stays at its own due time. So a stale reschedule of an id
+//     never affects a later submit of it.
+//   - A reschedule that finds no such task stored when ingest reads it
+//     RescheduleGrace or more old is refused (delay-failed) and its cell
+//     is marked failed (d:rf = its record time), so that a re-read of the
+//     batch refuses it again and no task arriving later moves. A younger
+//     one waits in the id row (d:r) for its task; if none comes, it
+//     expires there unreported (payload.State: unknown), moving nothing.
 //   - A cancel by id alone is kept: d:x stays for MaxDelay + Retention
 //     (the op flag as long), and every task of the id submitted in that
 //     time is stored cancelled, whether the cancel came first or not.

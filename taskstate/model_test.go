@@ -110,8 +110,8 @@ type msg struct {
 type errCrash struct{}
 
 // handle carries out the plan of batch at now, crashing after step crash
-// (none when crash < 0). It returns the recheck time and whether it ended.
-func (w *world) handle(batch []msg, now int64, crash int) (int64, bool) {
+// (none when crash < 0). It returns whether it ended.
+func (w *world) handle(batch []msg, now int64, crash int) bool {
 	step := 0
 	cut := func() bool { step++; return step == crash }
 	ops := make([]Op, len(batch))
@@ -124,7 +124,7 @@ func (w *world) handle(batch []msg, now int64, crash int) (int64, bool) {
 		}
 	}
 	if cut() {
-		return 0, false
+		return false
 	}
 	b := Begin(ops, func(int) bool { return false })
 	opIDs := b.OpIDs()
@@ -132,7 +132,7 @@ func (w *world) handle(batch []msg, now int64, crash int) (int64, bool) {
 		w.flags[id] = true
 	}
 	if cut() {
-		return 0, false
+		return false
 	}
 	for _, wr := range b.Writes {
 		w.ids[wr.ID] = w.ids[wr.ID].Apply(wr)
@@ -141,7 +141,7 @@ func (w *world) handle(batch []msg, now int64, crash int) (int64, bool) {
 		}
 	}
 	if cut() {
-		return 0, false
+		return false
 	}
 	var flagged []bool
 	if len(opIDs) < len(b.IDs) {
@@ -175,7 +175,7 @@ func (w *world) handle(batch []msg, now int64, crash int) (int64, bool) {
 		w.put(rowKey{c.ID, c.To}, false)
 	}
 	if cut() {
-		return 0, false
+		return false
 	}
 	for i, o := range ops {
 		if _, no := p.Refused[i]; !no && o.Kind == Submit && !p.Skip[i] {
@@ -188,19 +188,16 @@ func (w *world) handle(batch []msg, now int64, crash int) (int64, bool) {
 		}
 	}
 	if cut() {
-		return 0, false
+		return false
 	}
 	for _, m := range p.Markers {
 		w.put(rowKey{m.ID, m.At}, true)
 	}
 	if cut() {
-		return 0, false
+		return false
 	}
 	for _, wr := range p.Ats {
 		w.ids[wr.ID] = w.ids[wr.ID].Apply(wr)
-	}
-	if p.Recheck != 0 {
-		return p.Recheck, false // the batch waits: nothing is failed yet
 	}
 	for i, text := range p.Refused {
 		w.failed[batch[i].n] = text
@@ -208,7 +205,7 @@ func (w *world) handle(batch []msg, now int64, crash int) (int64, bool) {
 	for _, m := range batch {
 		w.decided[m.n] = now
 	}
-	return 0, true
+	return true
 }
 
 // delivered returns the due times of id the scanner would deliver.
@@ -251,15 +248,14 @@ type idCase struct {
 }
 
 // expect is what the user should see delivered of the id: its reschedule
-// moves the task unless the reschedule failed.
+// moves the task unless the reschedule failed; a stale one never does.
 func (c idCase) expect(resFailed bool) []int64 {
 	switch {
-	case c.kind == scPlain || c.kind == scStale && resFailed:
+	case c.kind == scPlain || c.kind == scStale:
 		return []int64{c.due}
-	case c.kind == scResched || c.kind == scStale:
-		if resFailed {
-			return []int64{c.due}
-		}
+	case c.kind == scResched && resFailed:
+		return []int64{c.due}
+	case c.kind == scResched:
 		return []int64{c.to}
 	}
 	return nil
@@ -334,7 +330,6 @@ func (s *sim) run() {
 	for _, m := range byTime {
 		queue[m.part] = append(queue[m.part], m)
 	}
-	var wait [2]int64
 	var size [2]int
 	horizon := s.now + (10 * time.Minute).Milliseconds()
 	for len(queue[0])+len(queue[1]) > 0 || s.now < horizon {
@@ -342,7 +337,7 @@ func (s *sim) run() {
 		s.w.scan(s.now, s.rng)
 		p := s.rng.IntN(2)
 		q := queue[p]
-		if len(q) == 0 || q[0].Recorded > s.now || wait[p] > s.now {
+		if len(q) == 0 || q[0].Recorded > s.now {
 			continue
 		}
 		if size[p] == 0 { // a new batch: what is there, up to 3
@@ -355,16 +350,10 @@ func (s *sim) run() {
 		if s.rng.IntN(4) == 0 {
 			crash = 1 + s.rng.IntN(5)
 		}
-		recheck, done := s.w.handle(q[:size[p]], s.now, crash)
-		switch {
-		case recheck != 0:
-			wait[p] = recheck
-		case done:
-			if s.rng.IntN(5) == 0 { // the commit is lost: read again
-				continue
-			}
-			queue[p], size[p] = q[size[p]:], 0
+		if !s.w.handle(q[:size[p]], s.now, crash) || s.rng.IntN(5) == 0 {
+			continue // a crash, or the commit is lost: read again
 		}
+		queue[p], size[p] = q[size[p]:], 0
 	}
 }
 
@@ -384,19 +373,18 @@ func (s *sim) check() []string {
 		if c.res < 0 {
 			continue
 		}
-		// A reschedule holds when its task was stored before it was
-		// decided, and is decided no sooner than its grace's end: it
-		// fails when it finds no task then (never for a task written
-		// well within its grace), and then moves no later task.
+		// A reschedule fails when, decided at least its grace after its
+		// record time, it finds no task recorded within the grace; never
+		// for a task written well within its grace; and a failed one
+		// moves no task.
 		written, ok := s.w.written[c.id]
-		decided, graceEnd := s.w.decided[c.res], s.msgs[c.res].Recorded+grace.Milliseconds()
+		age := s.w.decided[c.res] - s.msgs[c.res].Recorded
+		graceEnd := s.msgs[c.res].Recorded + grace.Milliseconds()
 		switch {
-		case !ok && !failed(c.res):
-			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule of an unknown id not failed", c.id, c.kind))
+		case !ok && age >= grace.Milliseconds() && !failed(c.res):
+			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule of an unknown id decided %v old not failed", c.id, c.kind, time.Duration(age)*time.Millisecond))
 		case ok && failed(c.res) && written < graceEnd-margin.Milliseconds():
 			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule failed though its task came within its grace (written %d, grace end %d)", c.id, c.kind, written, graceEnd))
-		case ok && !failed(c.res) && written > decided:
-			errs = append(errs, fmt.Sprintf("id %d (scenario %d): a task submitted after its reschedule was decided is moved", c.id, c.kind))
 		}
 		if c.submit >= 0 && failed(c.submit) {
 			errs = append(errs, fmt.Sprintf("id %d (scenario %d): submit failed: %s", c.id, c.kind, s.w.failed[c.submit]))
