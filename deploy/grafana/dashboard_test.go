@@ -209,6 +209,21 @@ func TestQueriedMetricsExist(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("embedded delayd did not start in 30s")
 	}
+	// delayd creates its topics once Kafka is up, and its writers create
+	// none: write only once it is ready.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		res, err := http.Get("http://" + ln.Addr().String() + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("embedded delayd not ready in 60s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	w := producer.New(producer.Config{Brokers: []string{broker}})
 	defer w.Close()
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
