@@ -4,10 +4,10 @@
 //
 // TestMain's first test starts a private cluster with `CLUSTER=1
 // deploy/local/stack up` (deploy/local/cluster.sh; data in .local/failover):
-// three KRaft brokers on 39092/39094/39096 (controllers 39093/39095/39097,
-// topics replicated 3 times, min.insync.replicas=2), ZooKeeper on 32181, an
-// HBase master on 36000 and RegionServers on 36020 and 36030 (ZooKeeper
-// sessions of 10 s), Redis on 36379. `down --wipe` removes it when the tests
+// three KRaft brokers on 24092/24094/24096 (controllers 24093/24095/24097,
+// topics replicated 3 times, min.insync.replicas=2), ZooKeeper on 24181, an
+// HBase master on 24000 and RegionServers on 24020 and 24030 (ZooKeeper
+// sessions of 10 s), Redis on 24379. `down --wipe` removes it when the tests
 // end (a watcher process does it too if the test binary dies first). None
 // of these ports is the shared stack's, e2e/fault's or e2e/cluster's.
 //

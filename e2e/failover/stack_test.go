@@ -20,13 +20,16 @@ import (
 	"github.com/delayq/delayq/kafka/topics"
 )
 
-// The private cluster's ports: none of them is another stack's.
+// The private cluster's ports: none of them is another stack's, and all
+// lie below Linux's ephemeral range (32768-60999), where an outgoing
+// connection of any process on the machine may hold a port just when a
+// service restarts (a RegionServer and a broker failed to start so).
 const (
-	kafkaPort  = 39092 // kafka-1; kafka-2 and kafka-3 are +2 and +4, controllers +1
-	redisPort  = 36379
-	zkPort     = 32181
-	masterPort = 36000
-	regionPort = 36020 // hbase-rs-1; hbase-rs-2 is +10
+	kafkaPort  = 24092 // kafka-1; kafka-2 and kafka-3 are +2 and +4, controllers +1
+	redisPort  = 24379
+	zkPort     = 24181
+	masterPort = 24000
+	regionPort = 24020 // hbase-rs-1; hbase-rs-2 is +10
 )
 
 var private = &e2etest.PrivateStack{Name: "failover", Env: []string{
