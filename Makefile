@@ -4,7 +4,7 @@ GO    ?= go
 # Set by `make test` when it had to start the stack, so that it stops it again.
 STARTED := .local/.started-by-make
 
-.PHONY: up down status run test vet unit integration tools image dist
+.PHONY: up down status run test vet lint unit integration tools image dist
 
 up:
 	$(STACK) up
@@ -25,6 +25,14 @@ tools:
 
 vet:
 	$(GO) vet ./...
+
+# Shape limits of the task rules and their executors: no cognitive
+# complexity over 30 (gocognit, installed into GOPATH/bin when missing);
+# taskstate's TestFunctionLength checks the 80-line limit.
+GOCOGNIT := $(shell $(GO) env GOPATH)/bin/gocognit
+lint:
+	@test -x $(GOCOGNIT) || $(GO) install github.com/uudashr/gocognit/cmd/gocognit@v1.3.0
+	$(GOCOGNIT) -over 30 -ignore '_test' ./taskstate ./ingest ./scanner
 
 # Unit tests only: no services needed (integration tests skip with a message
 # saying `make up`, except under CI=true where they fail).
@@ -51,6 +59,7 @@ test:
 	fi
 	@rc=0; \
 	$(GO) vet ./... || rc=$$?; \
+	if [ $$rc -eq 0 ]; then $(MAKE) --no-print-directory lint || rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then $(GO) test -race -count=1 -timeout 30m ./... || rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./payload || rc=$$?; fi; \
 	if [ -f $(STARTED) ]; then rm -f $(STARTED); $(STACK) down; fi; \

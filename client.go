@@ -254,8 +254,9 @@ func (c *Client) Cancel(ctx context.Context, id string, at time.Time) error {
 // CancelByID cancels the task with this id whatever its due time
 // (delay-op: cancel without delay-at). It wins whichever of the two delayq
 // reads first, stops a task that was rescheduled, and keeps cancelling the
-// id: a task submitted later with it is cancelled too (within the
-// retention window). Cancelling an unknown or delivered id is harmless.
+// id: a task submitted later with it is cancelled too, for delayd's
+// --max-delay + --retention, whether or not a task of the id was stored
+// before. Cancelling a delivered id is harmless.
 func (c *Client) CancelByID(ctx context.Context, id string) error {
 	if err := checkOpID(id, payload.OpCancel); err != nil {
 		return err
@@ -268,9 +269,11 @@ func (c *Client) CancelByID(ctx context.Context, id string) error {
 // delivered, the new one is. It returns once the brokers have the request;
 // delayq applies it asynchronously and sends it to delay-failed, with a
 // delay-error reason, when it cannot apply: the id is cancelled, already
-// due, or unknown (no task of that id arrives within ingest's
-// RescheduleGrace, 30 s by default, of the request). Reschedules of one id
-// go to one partition, in order; the last one wins.
+// due, or unknown (no task of that id submitted within ingest's
+// RescheduleGrace, 30 s by default, after the request is stored when
+// ingest reads it that old). It never moves a task submitted that long
+// after it. Reschedules of one id go to one partition, in order; the last
+// one wins.
 func (c *Client) Reschedule(ctx context.Context, id string, at time.Time) error {
 	err := checkOpID(id, payload.OpReschedule)
 	if err == nil && (at.IsZero() || at.UnixMilli() <= 0) {

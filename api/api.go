@@ -251,7 +251,15 @@ type taskAnswer struct {
 	At    string `json:"at,omitempty"`
 	AtMs  int64  `json:"at_ms,omitempty"`
 	Input string `json:"input,omitempty"`
+	Rule  string `json:"rule,omitempty"` // PATCH, DELETE: what the op does to an id with no task yet
 }
+
+// The rules of ops by id for an id with no stored task (taskstate's doc,
+// "Unknown ids"), as the 202 answers state them.
+const (
+	ruleReschedule = "a reschedule moves only a task of this id submitted less than the reschedule grace (30 s by default) after it; one that finds no such task goes to delay-failed (or, while younger than that, waits for it) and moves no task submitted later"
+	ruleCancel     = "a cancel by id alone is kept: this id stays cancelled for --max-delay + --retention, so a task submitted with it in that time is never delivered"
+)
 
 func answer(id string, at time.Time) taskAnswer {
 	return taskAnswer{ID: id, At: at.UTC().Format(time.RFC3339Nano), AtMs: at.UnixMilli()}
@@ -417,7 +425,7 @@ func (s *Server) reschedule(_ http.ResponseWriter, r *http.Request) (int, any, e
 		return 0, nil, err
 	}
 	a := answer(id, time.UnixMilli(at.UnixMilli()))
-	a.State = "reschedule requested"
+	a.State, a.Rule = "reschedule requested", ruleReschedule
 	return http.StatusAccepted, a, nil
 }
 
@@ -433,7 +441,7 @@ func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (int, any, error
 	if err := s.write(r.Context(), func(ctx context.Context) error { return s.c.CancelByID(ctx, id) }); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusAccepted, taskAnswer{ID: id, State: "cancel requested"}, nil
+	return http.StatusAccepted, taskAnswer{ID: id, State: "cancel requested", Rule: ruleCancel}, nil
 }
 
 func (s *Server) get(_ http.ResponseWriter, r *http.Request) (int, any, error) {

@@ -213,14 +213,16 @@ func TestCancelRescheduleGet(t *testing.T) {
 		"p": {Phase: payload.PhasePending, At: due},
 		"c": {Phase: payload.PhaseCancelled, At: due},
 	})
-	if code, out := do(t, srv, "DELETE", "/v1/tasks/a-1", ""); code != http.StatusAccepted || out["id"] != "a-1" {
+	if code, out := do(t, srv, "DELETE", "/v1/tasks/a-1", ""); code != http.StatusAccepted || out["id"] != "a-1" ||
+		!strings.Contains(fmt.Sprint(out["rule"]), "stays cancelled for --max-delay + --retention") {
 		t.Fatalf("DELETE: %d %v", code, out)
 	}
 	if !slices.Equal(f.cancels, []string{"a-1"}) {
 		t.Fatalf("cancels %v", f.cancels)
 	}
 	code, out := do(t, srv, "PATCH", "/v1/tasks/a-2", `{"after":"10m"}`)
-	if code != http.StatusAccepted || f.reschedules["a-2"].IsZero() {
+	if code != http.StatusAccepted || f.reschedules["a-2"].IsZero() ||
+		!strings.Contains(fmt.Sprint(out["rule"]), "moves no task submitted later") {
 		t.Fatalf("PATCH: %d %v %v", code, out, f.reschedules)
 	}
 	if got := time.Until(f.reschedules["a-2"]); got < 9*time.Minute || got > 11*time.Minute {

@@ -55,6 +55,7 @@ const writerBatch = 1000
 type Store interface {
 	Put(ctx context.Context, tasks []payload.Task) error
 	Get(ctx context.Context, refs []payload.Ref) ([]*payload.Task, error)
+	payload.IDStore
 }
 
 // Options are what a caller can inject besides Config.
@@ -167,8 +168,9 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 			return err
 		}
 		hb, err := hbase.New(hbase.Config{
-			ZK: cfg.HBaseZK, ZKRoot: cfg.HBaseZKRoot, Table: cfg.Table, Salts: cfg.Salts, Retention: cfg.Retention, LegacyCells: cfg.HBaseLegacyCells,
-			Logger: d.opts.Logger, Registerer: d.reg,
+			ZK: cfg.HBaseZK, ZKRoot: cfg.HBaseZKRoot, Table: cfg.Table, Salts: cfg.Salts, Retention: cfg.Retention, MaxDelay: cfg.MaxDelay,
+			LegacyCells: cfg.HBaseLegacyCells,
+			Logger:      d.opts.Logger, Registerer: d.reg,
 		})
 		if err != nil {
 			return fmt.Errorf("hbase store: %w", err)

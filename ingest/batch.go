@@ -10,6 +10,7 @@ import (
 
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/taskstate"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -91,23 +92,19 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 	return nil
 }
 
-// store puts tasks in the Store, runs the id-row protocol for them when
-// the Store keeps id rows (lifecycle.go), then indexes the submits that
-// stay at their own due time and the moved ones. It returns the tasks
+// store puts tasks in the Store, runs the id-row protocol for them
+// (lifecycle.go), then indexes the submits that stay at their own due
+// time and the moved ones, in taskstate's order. It returns the tasks
 // refused for good, by index in tasks, or an error when ctx ended first.
 // recorded[i] is the record timestamp of tasks[i].
 func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []time.Time) (map[int]refusal, error) {
 	refused := map[int]refusal{}
-	ids, _ := in.st.(IDStore)
 	rows := make([]payload.Task, 0, len(tasks))
 	rowIdx := make([]int, 0, len(tasks)) // rowIdx[j] = index in tasks of rows[j]
 	for i, t := range tasks {
-		switch {
-		case t.Control == payload.ControlNone:
+		if t.Control == payload.ControlNone {
 			rows = append(rows, t)
 			rowIdx = append(rowIdx, i)
-		case ids == nil:
-			refused[i] = refusal{ReasonLifecycle, fmt.Sprintf("%s by delay-id alone: this store keeps no id rows", opName(t))}
 		}
 	}
 	err := in.narrow(ctx, opPut, len(rows), storeRefused,
@@ -116,36 +113,46 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 	if err != nil {
 		return nil, fmt.Errorf("put: %w", err)
 	}
-	p := &plan{}
-	if ids != nil {
-		if p, err = in.resolve(ctx, ids, tasks, recorded, refused); err != nil {
-			return nil, err
-		}
-		if len(p.copies) > 0 {
-			cp := p.copies
-			err := in.narrow(ctx, opPut, len(cp), storeRefused,
-				func(ctx context.Context, lo, hi int) error { return in.st.Put(ctx, cp[lo:hi]) },
-				func(j int, err error) { refused[p.origin[j]] = refusal{ReasonStore, "store: " + err.Error()} })
-			if err != nil {
-				return nil, fmt.Errorf("put moved: %w", err)
-			}
+	p, moved, err := in.resolve(ctx, tasks, recorded, refused)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Copies) > 0 {
+		cp := copies(p, tasks, moved)
+		err := in.narrow(ctx, opPut, len(cp), storeRefused,
+			func(ctx context.Context, lo, hi int) error { return in.st.Put(ctx, cp[lo:hi]) },
+			func(j int, err error) { refused[p.Copies[j].Origin] = refusal{ReasonStore, "store: " + err.Error()} })
+		if err != nil {
+			return nil, fmt.Errorf("put moved: %w", err)
 		}
 	}
-	entries := make([]zset.Entry, 0, len(tasks)+len(p.entries))
+	if err := in.index(ctx, tasks, p, refused); err != nil {
+		return nil, err
+	}
+	if err := in.finish(ctx, p); err != nil {
+		return nil, err
+	}
+	return refused, nil
+}
+
+// index adds the entries of the submits that stay at their own due time
+// and of the plan's copies, unless refused.
+func (in *Ingester) index(ctx context.Context, tasks []payload.Task, p *taskstate.Plan, refused map[int]refusal) error {
+	entries := make([]zset.Entry, 0, len(tasks)+len(p.Copies))
 	idx := make([]int, 0, cap(entries)) // idx[j] = index in tasks of entries[j]
 	for i, t := range tasks {
-		if _, ok := refused[i]; !ok && !t.Cancel && t.Control == payload.ControlNone && !p.skip[i] {
+		if _, ok := refused[i]; !ok && !t.Cancel && t.Control == payload.ControlNone && !p.Skip[i] {
 			entries = append(entries, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
 			idx = append(idx, i)
 		}
 	}
-	for j, e := range p.entries {
-		if _, ok := refused[p.origin[j]]; !ok {
-			entries = append(entries, e)
-			idx = append(idx, p.origin[j])
+	for _, c := range p.Copies {
+		if _, ok := refused[c.Origin]; !ok {
+			entries = append(entries, zset.Entry{ID: c.ID, ExecAt: c.To})
+			idx = append(idx, c.Origin)
 		}
 	}
-	err = in.narrow(ctx, opAdd, len(entries), indexRefused,
+	err := in.narrow(ctx, opAdd, len(entries), indexRefused,
 		func(ctx context.Context, lo, hi int) error {
 			// A fresh now per attempt: an entry whose segment ended while we
 			// stalled must go to a segment that is still scanned.
@@ -153,21 +160,9 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 		},
 		func(j int, err error) { refused[idx[j]] = refusal{ReasonIndex, "index: " + err.Error()} })
 	if err != nil {
-		return nil, fmt.Errorf("add: %w", err)
+		return fmt.Errorf("add: %w", err)
 	}
-	if ids != nil {
-		if err := in.finish(ctx, ids, p); err != nil {
-			return nil, err
-		}
-	}
-	return refused, nil
-}
-
-func opName(t payload.Task) string {
-	if t.Control == payload.ControlReschedule {
-		return payload.OpReschedule
-	}
-	return payload.OpCancel
+	return nil
 }
 
 // storeRefused and indexRefused classify the errors no retry can cure (see

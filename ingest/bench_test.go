@@ -16,9 +16,25 @@ type nopStore struct{}
 
 func (nopStore) Put(context.Context, []payload.Task) error { return nil }
 
+func (nopStore) Get(_ context.Context, refs []payload.Ref) ([]*payload.Task, error) {
+	return make([]*payload.Task, len(refs)), nil
+}
+
+func (nopStore) PutIDs(context.Context, []payload.IDWrite) error { return nil }
+
+func (nopStore) GetIDs(_ context.Context, ids []uint64) ([]payload.IDState, error) {
+	return make([]payload.IDState, len(ids)), nil
+}
+
 type nopIndex struct{}
 
 func (nopIndex) Add(context.Context, time.Time, []zset.Entry) error { return nil }
+
+func (nopIndex) FlagOps(context.Context, []uint64, time.Duration) error { return nil }
+
+func (nopIndex) Flagged(_ context.Context, ids []uint64) ([]bool, error) {
+	return make([]bool, len(ids)), nil
+}
 
 type nopWriter struct{}
 

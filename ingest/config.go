@@ -94,8 +94,10 @@ type Config struct {
 
 	// RescheduleGrace is how long a reschedule whose task is not stored
 	// yet (still in another partition or in Slow) waits for it in the id
-	// row, counted from the reschedule's record timestamp; an older one
-	// names an unknown id and goes to Failed. Default 30s.
+	// row, counted from the reschedule's record timestamp; one read older
+	// than that with no task goes to Failed, and none moves a task
+	// recorded that long after it (taskstate's doc, "Unknown ids").
+	// Default 30s.
 	RescheduleGrace time.Duration
 	// Retention is how long the id rows an op flag guards outlive their
 	// due time (the store's retention, delayd's --retention); an op flag

@@ -52,55 +52,25 @@
 //
 // # Ops by id (lifecycle.go)
 //
-// When the Store is also an IDStore (HBase, payload.Memory), every task
-// name has an id row beside its task rows (payload.IDRowKey) holding its
-// current due time, and ingest accepts cancel by id alone and reschedule.
-// Per batch, after the task rows are stored:
+// Every task name has an id row beside its task rows (payload.IDRowKey)
+// holding its current due time, and ingest accepts cancel by id alone and
+// reschedule. The rules are package taskstate's (its doc: the id row, the
+// order, the rules for unknown ids); ingest carries its plans out, per
+// batch after the task rows are stored, with every call retried through
+// the stage:
 //
-//  1. write: an op flags its id in Redis when the Index has OpFlags
-//     (zset: {prefix}:op:{id}, kept MaxDelay + Retention, saturating),
-//     then every message writes its cell to its id row (submit d:s = its
-//     due time, cancel by id d:x, reschedule d:r = the new time; one write
-//     per id, later messages of the batch win);
+//  1. write: the ops' ids are flagged in Redis (Index.FlagOps:
+//     {prefix}:op:{id}, kept MaxDelay + Retention, saturating), then every
+//     message writes its cell to its id row (Store.PutIDs);
 //  2. read back the id rows of every op, and of every submit whose id is
-//     flagged (without OpFlags: of every submit);
-//  3. decide: a cancelled id (d:x) marks the rows at its current due time
-//     and its d:r with the cancel marker and indexes no submit of it; a
-//     submit whose id has a d:r elsewhere is moved there; a reschedule of a
-//     stored, not yet due task is moved: the task row is copied to the new
-//     time (payload and name unchanged), indexed there, the old row gets the
-//     cancel marker, and the id row's d:a (current due time) is set, in
-//     that order, so that a crash at any point is completed by handling the
-//     batch again.
+//     flagged (Index.Flagged, Store.GetIDs); taskstate.Decide;
+//  3. read the stored rows a move copies (Store.Get), Plan.Settle; put the
+//     copies, index, put the cancel markers, write the id rows' new due
+//     times, in that order, so that a crash at any point is completed by
+//     handling the batch again.
 //
-// Order-independence comes from step 1 before step 2 on both sides: each
-// of a submit and an op writes its own cell before it reads the other's
-// (Redis flag, then HBase cell for the op; HBase cell, then Redis flag for
-// the submit), and each store is linearizable per key, so at least one of
-// the two sees the other and applies the op, whatever partition, topic or
-// ingest process either came through. Doing it twice is harmless.
-//
-// Rules, for what cannot be told apart by order alone:
-//
-//   - A reschedule of an id with no stored task waits for it in the id row
-//     (d:r) when it is younger than RescheduleGrace (30 s, by its record
-//     timestamp): the task is in another partition or in delay-input-slow.
-//     An older one names an unknown id and goes to the failed topic. So an
-//     unknown id is reported only once its reschedule is RescheduleGrace
-//     old (a backlog); a fresh reschedule of an id that never comes stays in
-//     its id row until the row expires, and payload.State reports the id as
-//     unknown.
-//   - A reschedule of a task whose current due time has passed (delivered
-//     or being delivered), or of a cancelled one, goes to the failed topic.
-//     Like a cancel, a reschedule must reach delay-input at least the hold
-//     lead (2 s) before the task's current due time to be sure to win.
-//   - Reschedules of one id race each other only across partitions; the Go
-//     client keys them by id (one partition, in order): the last one wins.
-//   - An id names one task within the retention window: a task submitted
-//     again with a cancelled id is cancelled, and one with a rescheduled id
-//     goes to the reschedule's time.
-//   - An outage of HBase or Redis in any step stalls the lane (retried
-//     through the stage) and never makes an id "unknown".
+// An outage of HBase or Redis in any step stalls the lane (retried
+// through the stage) and never makes an id "unknown".
 //
 // # Invariants
 //

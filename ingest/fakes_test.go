@@ -82,6 +82,7 @@ type fakeStore struct {
 	calls int
 	puts  map[string]int // successful puts by task name
 	tasks []payload.Task // of successful calls
+	ids   map[uint64]payload.IDState
 }
 
 func (f *fakeStore) Put(ctx context.Context, tasks []payload.Task) error {
@@ -125,6 +126,34 @@ func (f *fakeStore) Put(ctx context.Context, tasks []payload.Task) error {
 	return nil
 }
 
+// Get finds no row: the fake keeps none to move.
+func (f *fakeStore) Get(_ context.Context, refs []payload.Ref) ([]*payload.Task, error) {
+	return make([]*payload.Task, len(refs)), nil
+}
+
+// PutIDs and GetIDs keep id rows as payload.Memory does.
+func (f *fakeStore) PutIDs(_ context.Context, writes []payload.IDWrite) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ids == nil {
+		f.ids = map[uint64]payload.IDState{}
+	}
+	for _, w := range writes {
+		f.ids[w.ID] = f.ids[w.ID].Apply(w)
+	}
+	return nil
+}
+
+func (f *fakeStore) GetIDs(_ context.Context, ids []uint64) ([]payload.IDState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]payload.IDState, len(ids))
+	for i, id := range ids {
+		out[i] = f.ids[id]
+	}
+	return out, nil
+}
+
 func (f *fakeStore) snapshot() (int, []payload.Task) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -163,6 +192,18 @@ func (f *fakeIndex) Add(ctx context.Context, now time.Time, entries []zset.Entry
 	f.entries = append(f.entries, entries...)
 	f.ev.add("add " + strconv.Itoa(len(entries)))
 	return nil
+}
+
+// FlagOps keeps no flags, and Flagged says every id is flagged, as an
+// index without flags must: every submit reads its id row back.
+func (f *fakeIndex) FlagOps(context.Context, []uint64, time.Duration) error { return nil }
+
+func (f *fakeIndex) Flagged(_ context.Context, ids []uint64) ([]bool, error) {
+	out := make([]bool, len(ids))
+	for i := range out {
+		out[i] = true
+	}
+	return out, nil
 }
 
 func (f *fakeIndex) snapshot() (int, []zset.Entry) {

@@ -27,16 +27,29 @@ var ErrRunning = errors.New("ingest: already running")
 // wrapping payload.ErrContract means the store refuses a task of the batch
 // for good (it breaks one of the store's limits); any other error is an
 // outage, retried for as long as it takes.
+//
+// It keeps an id row per task name beside the task rows (payload.IDStore:
+// HBase and payload.Memory), which the ops by id need, and Get reads the
+// row of a task to move.
 type Store interface {
 	Put(ctx context.Context, tasks []payload.Task) error
+	Get(ctx context.Context, refs []payload.Ref) ([]*payload.Task, error)
+	payload.IDStore
 }
 
 // Index keeps the ids of pending tasks by due time (the Redis zset index).
 // Add is idempotent. An error wrapping zset.ErrBadEntry means it refuses an
 // entry of the call for good; any other error is an outage, retried for as
 // long as it takes.
+//
+// FlagOps and Flagged keep a flag per id that has had an op by id, kept
+// ttl: a submit reads its id row only when its id is flagged (a Redis
+// EXISTS instead of an HBase Get per submit). An index without flags
+// answers Flagged with all true: every submit reads its id row.
 type Index interface {
 	Add(ctx context.Context, now time.Time, entries []zset.Entry) error
+	FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) error
+	Flagged(ctx context.Context, ids []uint64) ([]bool, error)
 }
 
 // Writer writes messages to the failed topic; each message names its topic.

@@ -27,7 +27,7 @@ type lifecycleFixture struct {
 	off int64
 }
 
-// flagIndex is a fakeIndex with op flags (OpFlags).
+// flagIndex is a fakeIndex with op flags.
 type flagIndex struct {
 	*fakeIndex
 	mu    sync.Mutex
@@ -64,13 +64,17 @@ func newLifecycleFixture(t *testing.T, flags bool) *lifecycleFixture {
 		ix = &flagIndex{fakeIndex: f.ix, flags: map[uint64]bool{}}
 	}
 	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Registerer: prometheus.NewRegistry(),
-		Logger: slog.New(slog.DiscardHandler)}, f.st, ix, f.w)
+		RescheduleGrace: lcGrace, Logger: slog.New(slog.DiscardHandler)}, f.st, ix, f.w)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	f.in = in
 	return f
 }
+
+// lcGrace is the fixture's RescheduleGrace: a reschedule whose task is not
+// stored holds its batch that long.
+const lcGrace = time.Second
 
 var lcBase = time.Now().Add(time.Hour).Truncate(time.Second)
 
@@ -204,6 +208,28 @@ func TestLifecycleOps(t *testing.T) {
 			live: map[string][]int64{"a": {ms(30)}},
 		},
 		{
+			// The reschedule is young when handled and waits; the task is
+			// recorded more than the grace after it: it stays.
+			name: "reschedule of an id whose task comes after the grace",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				r, s := f.reschedule("a", 30), f.submit("a", 10)
+				r.Time = time.Now()
+				s.Time = r.Time.Add(2 * lcGrace)
+				return [][]kafka.Message{{r}, {s}}
+			},
+			live: map[string][]int64{"a": {ms(10)}},
+		},
+		{
+			name: "reschedule read again after it failed, its task in between",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				r := f.reschedule("a", 30)
+				r.Time = time.Now().Add(-time.Minute)
+				return [][]kafka.Message{{r}, {f.submit("a", 10)}, {r}}
+			},
+			live:   map[string][]int64{"a": {ms(10)}},
+			failed: map[string]string{"a": `reschedule: unknown delay-id "a": no task with this id was stored within 1s`},
+		},
+		{
 			name: "reschedule in the task's batch",
 			batches: func(f *lifecycleFixture) [][]kafka.Message {
 				return [][]kafka.Message{{f.reschedule("a", 30), f.submit("a", 10)}}
@@ -252,7 +278,7 @@ func TestLifecycleOps(t *testing.T) {
 				return [][]kafka.Message{{r}, {f.submit("a", 10)}}
 			},
 			live:   map[string][]int64{"a": {ms(10)}},
-			failed: map[string]string{"a": `reschedule: unknown delay-id "a": no task with this id is stored`},
+			failed: map[string]string{"a": `reschedule: unknown delay-id "a": no task with this id was stored`},
 		},
 		{
 			name: "reschedule of a delivered task",
@@ -274,8 +300,7 @@ func TestLifecycleOps(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				f := newLifecycleFixture(t, flags)
-				batches := tt.batches(f)
-				for _, b := range batches {
+				for _, b := range tt.batches(f) {
 					f.handle(t, b...)
 				}
 				live := f.live(t)
@@ -322,26 +347,6 @@ func equalLive(a, b map[string][]int64) bool {
 		}
 	}
 	return true
-}
-
-// TestLifecycleRefusedWithoutIDRows: a store without id rows refuses ops by
-// id to the failed topic and stores plain tasks as before.
-func TestLifecycleRefusedWithoutIDRows(t *testing.T) {
-	f := newFixture(t, nil)
-	m := msg(1, 1, payload.HeaderOp, payload.OpCancel, payload.HeaderID, "a")
-	if err := f.in.handle(t.Context(), []kafka.Message{m, valid(2)}, testNow); err != nil {
-		t.Fatal(err)
-	}
-	_, msgs := f.w.snapshot()
-	if len(msgs) != 1 {
-		t.Fatalf("failed topic got %d messages, want 1", len(msgs))
-	}
-	if r, _ := header(msgs[0], payload.HeaderError); !strings.Contains(r, "keeps no id rows") {
-		t.Errorf("reason %q", r)
-	}
-	if _, entries := f.ix.snapshot(); len(entries) != 1 {
-		t.Errorf("index got %d entries, want 1", len(entries))
-	}
 }
 
 // TestOpFlagTTLSaturates: with --max-delay 2562047h (near the largest

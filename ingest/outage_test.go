@@ -281,7 +281,7 @@ func TestRunRealStackRedisOutage(t *testing.T) {
 
 // countingStore counts the successful puts of every task name.
 type countingStore struct {
-	payload.Store
+	Store
 	mu   sync.Mutex
 	puts map[string]int
 }

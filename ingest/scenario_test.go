@@ -21,7 +21,10 @@ import (
 // a payload store and a zset index, whichever implementations they are.
 type scenario struct {
 	brokers []string
-	store   payload.Store
+	store   interface {
+		Store
+		payload.Store
+	}
 	ix      *zset.Index
 	w       Writer                // writes the failed topic
 	input   string                // topic names, unique per run

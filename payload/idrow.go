@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/delayq/delayq/taskstate"
 )
 
 // IDRowKeyLen is the length of an id row's key.
@@ -28,44 +30,12 @@ func IDRowKey(salts int, id uint64) []byte {
 	return b
 }
 
-// IDState is what the id row of a task name holds: the id → due-time
-// lookup that cancel by id alone and reschedule need. Every field is zero
-// when the row does not exist.
-type IDState struct {
-	// Submitted is the due time of the latest submit of the name (cell
-	// d:s), written by ingest beside the task row.
-	Submitted int64
-	// At is the current due time after a move (cell d:a): a reschedule,
-	// or the next occurrence of a recurring task. It beats Submitted.
-	At int64
-	// Moving is the latest reschedule's new due time (cell d:r). It stays:
-	// a submit that arrives after its reschedule, or is read again after
-	// a crash, moves itself there.
-	Moving int64
-	// Cancelled: cancelled by id alone (cell d:x). It stays, so that a
-	// task arriving later, and every later occurrence, is cancelled too.
-	Cancelled bool
-}
+// IDState is what the id row of a task name holds (taskstate.State: its
+// rules live there).
+type IDState = taskstate.State
 
-// Due returns the task's current due time, 0 when no task of the name is
-// stored.
-func (s IDState) Due() int64 {
-	if s.At != 0 {
-		return s.At
-	}
-	return s.Submitted
-}
-
-// IDWrite sets cells of the id row of ID; a zero field leaves its cell as
-// it is, and Moving -1 clears the reschedule cell (reads 0 after).
-type IDWrite struct {
-	ID        uint64
-	Name      string // the task name, for error messages (not stored)
-	Submitted int64  // d:s
-	At        int64  // d:a
-	Moving    int64  // d:r
-	Cancel    bool   // d:x
-}
+// IDWrite sets cells of an id row (taskstate.Write).
+type IDWrite = taskstate.Write
 
 // IDStore keeps one id row per task name beside the task rows. Memory and
 // the HBase store implement it. Each write of a row is atomic and a read

@@ -116,17 +116,7 @@ func (m *Memory) PutIDs(ctx context.Context, writes []IDWrite) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, w := range writes {
-		s := m.ids[w.ID]
-		if w.Submitted != 0 {
-			s.Submitted = w.Submitted
-		}
-		if w.At != 0 {
-			s.At = w.At
-		}
-		if w.Moving != 0 {
-			s.Moving = max(w.Moving, 0)
-		}
-		s.Cancelled = s.Cancelled || w.Cancel
+		s := m.ids[w.ID].Apply(w)
 		m.ids[w.ID] = s
 	}
 	return nil

@@ -117,6 +117,19 @@ func (m *memIndex) RemoveMany(ctx context.Context, rs []zset.Removal) error {
 	return nil
 }
 
+// Add puts every entry in zset z and, like ZADD NX, adds an (id, exec_at)
+// already there no second time.
+func (m *memIndex) Add(_ context.Context, _ time.Time, entries []zset.Entry) error {
+	have := m.pending("z")
+	for _, e := range entries {
+		if !slices.Contains(have, e) {
+			m.add("z", e)
+			have = append(have, e)
+		}
+	}
+	return nil
+}
+
 func (m *memIndex) pending(key string) []zset.Entry {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -67,10 +67,23 @@ func (w *worker) load(ctx context.Context, es []entry) ([]*delivery, error) {
 			ds = append(ds, w.deliveryFor(e, task))
 		}
 	}
-	w.s.m.cancelled.Add(float64(cancelled))
-	if err := w.recur(ctx, ds); err != nil {
+	stopped, err := w.recur(ctx, ds)
+	if err != nil {
 		return nil, err
 	}
+	if len(stopped) > 0 {
+		kept := ds[:0]
+		for _, d := range ds {
+			if stopped[d] {
+				cancelled++
+				d.entry.settle()
+				continue
+			}
+			kept = append(kept, d)
+		}
+		ds = kept
+	}
+	w.s.m.cancelled.Add(float64(cancelled))
 	return ds, nil
 }
 

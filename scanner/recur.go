@@ -10,6 +10,7 @@ import (
 
 	"github.com/delayq/delayq/internal/metric"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/taskstate"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -17,9 +18,9 @@ import (
 //
 // The next occurrence is the same task (id, name, topic, key, value,
 // headers) due at the next time of its series, with delay-occurrence one
-// higher. The scanner stores its row (Putter) and indexes it (Adder), and,
-// when the store keeps id rows (payload.IDStore), records it as the name's
-// current due time (track), all before the current occurrence is produced, so
+// higher. The scanner stores its row (Store.Put) and indexes it
+// (Index.Add), and records it as the name's current due time in its id
+// row (track, Store.PutIDs), all before the current occurrence is produced, so
 // before its entry is removed: a crash anywhere leaves the current entry
 // in the index (delivered again: at least once) and the next one stored
 // or about to be stored again. Planning is a pure function of the current
@@ -30,24 +31,12 @@ import (
 // the pending occurrence, which the scanner then drops without planning
 // another; a cancel by id alone marks the occurrence its id row names
 // (ingest), and the id row's cancel flag marks every occurrence the
-// scanner plans after it (track). A reschedule moves the pending
+// scanner plans after it (track); the scanner reads it back before it
+// delivers any occurrence, and does not deliver one of a cancelled name,
+// which covers a cancel that came between a next occurrence's indexing
+// and its id-row write (a crash there). A reschedule moves the pending
 // occurrence (the id row's current due time); the series goes on from
 // the new time.
-
-// Putter is the part of the payload store that stores next occurrences
-// (payload.Store.Put).
-type Putter interface {
-	Put(ctx context.Context, tasks []payload.Task) error
-}
-
-// Adder is the part of the index that indexes next occurrences
-// (zset.Index.Add).
-type Adder interface {
-	Add(ctx context.Context, now time.Time, entries []zset.Entry) error
-}
-
-// errNoRecurrence: the store or the index cannot take next occurrences.
-var errNoRecurrence = errors.New("scanner: recurring task, but the store has no Put or the index no Add")
 
 type recurMetrics struct {
 	planned prometheus.Counter
@@ -80,10 +69,32 @@ func newRecurMetrics(reg prometheus.Registerer) (*recurMetrics, error) {
 
 // recur plans the next occurrence of every recurring task in ds that goes
 // to its business topic, and stores, indexes and tracks them, retried
-// while ctx lives. It returns an error only when ctx ended first; the
-// caller then delivers nothing of ds, whose entries stay in the index.
-func (w *worker) recur(ctx context.Context, ds []*delivery) error {
-	var next []payload.Task
+// while ctx lives. It returns the deliveries of ds not to make: the
+// occurrences whose names are cancelled by id alone (their entries are
+// settled like those of cancelled rows). It returns an error only when
+// ctx ended first; the caller then delivers nothing of ds, whose entries
+// stay in the index.
+func (w *worker) recur(ctx context.Context, ds []*delivery) (map[*delivery]bool, error) {
+	next, cur := w.plan(ds)
+	if len(cur) == 0 {
+		return nil, nil
+	}
+	if len(next) > 0 {
+		if err := w.store(ctx, next); err != nil {
+			return nil, err
+		}
+	}
+	stopped, err := w.track(ctx, cur, next)
+	if err != nil {
+		return nil, err
+	}
+	w.s.recurM.planned.Add(float64(len(next)))
+	return stopped, nil
+}
+
+// plan returns the next occurrences of the recurring tasks of ds, and
+// those deliveries (cur), planned or ending.
+func (w *worker) plan(ds []*delivery) (next []payload.Task, cur []*delivery) {
 	for _, d := range ds {
 		if d.failed {
 			continue // refused for good: the series ends on delay-failed
@@ -107,24 +118,21 @@ func (w *worker) recur(ctx context.Context, ds []*delivery) error {
 				"exec_at", d.task.ExecAt, "err", err)
 		case ok:
 			next = append(next, n)
+			cur = append(cur, d)
 		default:
 			if _, _, recurs, _ := payload.Series(*d.task); recurs {
 				w.s.recurM.ended.WithLabelValues(endDone).Inc()
+				cur = append(cur, d)
 			}
 		}
 	}
-	if len(next) == 0 {
-		return nil
-	}
-	put, okP := w.s.store.(Putter)
-	add, okA := w.s.ix.(Adder)
-	if !okP || !okA {
-		w.s.recurM.ended.WithLabelValues(endInvalid).Add(float64(len(next)))
-		w.s.log.Error("recurring tasks end: next occurrences not planned", "tasks", len(next), "err", errNoRecurrence)
-		return nil
-	}
+	return next, cur
+}
+
+// store stores and indexes next occurrences.
+func (w *worker) store(ctx context.Context, next []payload.Task) error {
 	err := w.s.stage.Do(ctx, "put_next", w.s.policy, func(ctx context.Context) error {
-		return put.Put(ctx, next)
+		return w.s.store.Put(ctx, next)
 	})
 	if err != nil {
 		return fmt.Errorf("scanner: store %d next occurrences: %w", len(next), err)
@@ -134,7 +142,7 @@ func (w *worker) recur(ctx context.Context, ds []*delivery) error {
 		entries[i] = zset.Entry{ID: t.ID, ExecAt: t.ExecAt}
 	}
 	err = w.s.stage.Do(ctx, "add_next", w.s.policy, func(ctx context.Context) error {
-		err := add.Add(ctx, time.Now(), entries)
+		err := w.s.ix.Add(ctx, time.Now(), entries)
 		if errors.Is(err, zset.ErrBadEntry) {
 			// An entry Add refuses can never be indexed (payload.Decode
 			// admits none such): log it, index the others (Add did).
@@ -146,57 +154,70 @@ func (w *worker) recur(ctx context.Context, ds []*delivery) error {
 	if err != nil {
 		return fmt.Errorf("scanner: index %d next occurrences: %w", len(next), err)
 	}
-	if ids, ok := w.s.store.(payload.IDStore); ok {
-		if err := w.track(ctx, ids, put, next); err != nil {
-			return err
-		}
-	}
-	w.s.recurM.planned.Add(float64(len(next)))
 	return nil
 }
 
-// track records each next occurrence as its name's current due time (the
-// id row's d:a, payload.IDWrite.At), then reads the id rows back and marks
-// the occurrences of names cancelled by id alone. Ingest's cancel by id
-// writes its d:x before it reads d:a; here d:a is written before d:x is
-// read; so one of the two sees the other and the occurrence is marked
-// whichever comes first. Doing it twice is harmless.
-func (w *worker) track(ctx context.Context, ids payload.IDStore, put Putter, next []payload.Task) error {
-	writes := make([]payload.IDWrite, len(next))
-	keys := make([]uint64, len(next))
+// track records each next occurrence as its name's current due time
+// (taskstate.Track), then reads the id rows of the current occurrences
+// back: it marks the next occurrences of names cancelled by id alone
+// (taskstate.Stopped) and returns the current ones of those names, not to
+// be delivered. The read covers a cancel that came after a crash had
+// stored and indexed the next occurrence but not yet recorded it (the
+// cancel then marked the current one only). Doing it twice is harmless.
+func (w *worker) track(ctx context.Context, cur []*delivery, next []payload.Task) (map[*delivery]bool, error) {
+	occ := make([]taskstate.Occurrence, len(next))
 	for i, t := range next {
-		writes[i] = payload.IDWrite{ID: t.ID, Name: t.Name, At: t.ExecAt}
-		keys[i] = t.ID
+		occ[i] = taskstate.Occurrence{ID: t.ID, Name: t.Name, At: t.ExecAt}
 	}
-	err := w.s.stage.Do(ctx, "put_ids", w.s.policy, func(ctx context.Context) error {
-		return ids.PutIDs(ctx, writes)
-	})
-	if err != nil {
-		return fmt.Errorf("scanner: record %d next occurrences in their id rows: %w", len(next), err)
+	if len(occ) > 0 {
+		err := w.s.stage.Do(ctx, "put_ids", w.s.policy, func(ctx context.Context) error {
+			return w.s.store.PutIDs(ctx, taskstate.Track(occ))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("scanner: record %d next occurrences in their id rows: %w", len(next), err)
+		}
+	}
+	keys := make([]uint64, len(cur))
+	for i, d := range cur {
+		keys[i] = d.task.ID
 	}
 	var states []payload.IDState
-	err = w.s.stage.Do(ctx, "get_ids", w.s.policy, func(ctx context.Context) (err error) {
-		states, err = ids.GetIDs(ctx, keys)
+	err := w.s.stage.Do(ctx, "get_ids", w.s.policy, func(ctx context.Context) (err error) {
+		states, err = w.s.store.GetIDs(ctx, keys)
 		if err == nil && len(states) != len(keys) {
 			err = fmt.Errorf("%w: %d id rows for %d ids", ErrStore, len(states), len(keys))
 		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("scanner: read %d id rows: %w", len(keys), err)
+		return nil, fmt.Errorf("scanner: read %d id rows: %w", len(keys), err)
 	}
-	var markers []payload.Task
-	for i, st := range states {
-		if st.Cancelled {
-			t := next[i]
-			markers = append(markers, payload.Task{ID: t.ID, Name: t.Name, ExecAt: t.ExecAt, Cancel: true})
+	byID := map[uint64]payload.IDState{}
+	stopped := map[*delivery]bool{}
+	for i, d := range cur {
+		byID[d.task.ID] = states[i]
+		if states[i].Cancelled {
+			stopped[d] = true
 		}
 	}
-	if len(markers) == 0 {
+	nextStates := make([]payload.IDState, len(occ))
+	for i, o := range occ {
+		nextStates[i] = byID[o.ID]
+	}
+	return stopped, w.mark(ctx, taskstate.Stopped(occ, nextStates))
+}
+
+// mark puts the cancel markers of stopped next occurrences.
+func (w *worker) mark(ctx context.Context, stopped []taskstate.Mark) error {
+	if len(stopped) == 0 {
 		return nil
 	}
-	err = w.s.stage.Do(ctx, "cancel_next", w.s.policy, func(ctx context.Context) error {
-		return put.Put(ctx, markers)
+	markers := make([]payload.Task, len(stopped))
+	for i, m := range stopped {
+		markers[i] = payload.Task{ID: m.ID, Name: m.Name, ExecAt: m.At, Cancel: true}
+	}
+	err := w.s.stage.Do(ctx, "cancel_next", w.s.policy, func(ctx context.Context) error {
+		return w.s.store.Put(ctx, markers)
 	})
 	if err != nil {
 		return fmt.Errorf("scanner: cancel %d next occurrences: %w", len(markers), err)

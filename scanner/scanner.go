@@ -29,12 +29,22 @@ type Index interface {
 	DueMany(ctx context.Context, rs []zset.Range, limit int) ([][]zset.Entry, error)
 	// RemoveMany removes exactly these entries from their zsets.
 	RemoveMany(ctx context.Context, rs []zset.Removal) error
+	// Add indexes the next occurrences of recurring tasks (recur.go). It
+	// is idempotent; an error wrapping zset.ErrBadEntry refuses an entry
+	// for good.
+	Add(ctx context.Context, now time.Time, entries []zset.Entry) error
 }
 
 // Store is the part of the payload store the scanner uses.
 type Store interface {
 	// Get returns the tasks of refs, aligned with refs; nil means no row.
 	Get(ctx context.Context, refs []payload.Ref) ([]*payload.Task, error)
+	// Put stores the next occurrences of recurring tasks and their cancel
+	// markers (recur.go).
+	Put(ctx context.Context, tasks []payload.Task) error
+	// PutIDs and GetIDs record a next occurrence as its name's current due
+	// time and read back whether the name is cancelled by id (recur.go).
+	payload.IDStore
 }
 
 // Writer produces messages to the topics they name (per-message Topic),

@@ -118,23 +118,10 @@ func (s *Scanner) work(stopCtx context.Context, p *partition, queue <-chan scanT
 
 func (w *worker) run(stopCtx, workCtx context.Context, queue <-chan scanTask) {
 	open := true
-	// take adds what the queue holds, without waiting.
-	take := func() {
-		for open {
-			select {
-			case task, ok := <-queue:
-				if open = ok; ok {
-					w.add(task)
-				}
-			default:
-				return
-			}
-		}
-	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		take()
+		open = w.take(queue, open)
 		if stopCtx.Err() != nil {
 			w.drain(workCtx)
 			return
@@ -149,20 +136,7 @@ func (w *worker) run(stopCtx, workCtx context.Context, queue <-chan scanTask) {
 			}
 			continue
 		case canStep && len(w.wakes) > 0 && !w.wakes[0].wake.After(now):
-			var group []*zsetScan
-			for len(w.wakes) > 0 && !w.wakes[0].wake.After(now) && len(group) < maxGroup {
-				group = append(group, heap.Pop(&w.wakes).(*zsetScan))
-			}
-			err := w.step(workCtx, group)
-			for _, z := range group {
-				switch {
-				case len(z.tasks) > 0:
-					heap.Push(&w.wakes, z)
-				case z.idle():
-					delete(w.zsets, z.key)
-				}
-			}
-			if err != nil {
+			if err := w.stepWoken(workCtx, now); err != nil {
 				w.drain(workCtx)
 				return
 			}
@@ -170,32 +144,74 @@ func (w *worker) run(stopCtx, workCtx context.Context, queue <-chan scanTask) {
 		case !open && len(w.wakes) == 0 && len(w.parked) == 0:
 			return
 		}
-		var next time.Time
-		if canStep && len(w.wakes) > 0 {
-			next = w.wakes[0].wake
-		}
-		if len(w.parked) > 0 && (next.IsZero() || w.parked[0].next.Before(next)) {
-			next = w.parked[0].next
-		}
-		var wake <-chan time.Time
-		if !next.IsZero() {
-			timer.Reset(time.Until(next))
-			wake = timer.C
-		}
-		var in <-chan scanTask
-		if open {
-			in = queue
-		}
+		open = w.wait(stopCtx, queue, open, timer, canStep)
+	}
+}
+
+// take adds what the queue holds, without waiting, and returns whether
+// the queue is still open.
+func (w *worker) take(queue <-chan scanTask, open bool) bool {
+	for open {
 		select {
-		case task, ok := <-in:
+		case task, ok := <-queue:
 			if open = ok; ok {
 				w.add(task)
 			}
-		case <-wake:
-		case <-stopCtx.Done():
+		default:
+			return open
 		}
-		timer.Stop()
 	}
+	return open
+}
+
+// stepWoken steps the zsets whose wake time has come, up to maxGroup.
+func (w *worker) stepWoken(ctx context.Context, now time.Time) error {
+	var group []*zsetScan
+	for len(w.wakes) > 0 && !w.wakes[0].wake.After(now) && len(group) < maxGroup {
+		group = append(group, heap.Pop(&w.wakes).(*zsetScan))
+	}
+	err := w.step(ctx, group)
+	for _, z := range group {
+		switch {
+		case len(z.tasks) > 0:
+			heap.Push(&w.wakes, z)
+		case z.idle():
+			delete(w.zsets, z.key)
+		}
+	}
+	return err
+}
+
+// wait waits for the next wake (of a zset, when canStep, or of a parked
+// entry), a scan task or the stop, and returns whether the queue is still
+// open.
+func (w *worker) wait(stopCtx context.Context, queue <-chan scanTask, open bool, timer *time.Timer, canStep bool) bool {
+	var next time.Time
+	if canStep && len(w.wakes) > 0 {
+		next = w.wakes[0].wake
+	}
+	if len(w.parked) > 0 && (next.IsZero() || w.parked[0].next.Before(next)) {
+		next = w.parked[0].next
+	}
+	var wake <-chan time.Time
+	if !next.IsZero() {
+		timer.Reset(time.Until(next))
+		wake = timer.C
+	}
+	var in <-chan scanTask
+	if open {
+		in = queue
+	}
+	defer timer.Stop()
+	select {
+	case task, ok := <-in:
+		if open = ok; ok {
+			w.add(task)
+		}
+	case <-wake:
+	case <-stopCtx.Done():
+	}
+	return open
 }
 
 // add queues each zset of task behind the scan tasks of that zset. The

@@ -161,6 +161,18 @@ func (x *recordingIndex) Add(_ context.Context, _ time.Time, entries []zset.Entr
 	return nil
 }
 
+// FlagOps keeps no flags; Flagged says every id is flagged, as an index
+// without flags must.
+func (x *recordingIndex) FlagOps(context.Context, []uint64, time.Duration) error { return nil }
+
+func (x *recordingIndex) Flagged(_ context.Context, ids []uint64) ([]bool, error) {
+	out := make([]bool, len(ids))
+	for i := range out {
+		out[i] = true
+	}
+	return out, nil
+}
+
 func (x *recordingIndex) distinct() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -94,7 +94,7 @@
 // it is no longer written (a submit writes one cell, d:s). PutIDs writes
 // the given cells of a row in one put; their TTL is that of
 // a task cell for the latest time given, and a cancel without a time keeps
-// for payload.DefaultMaxDelay + Retention.
+// for MaxDelay (delayd --max-delay) + Retention.
 //
 // # Expiry
 //

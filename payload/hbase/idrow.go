@@ -18,10 +18,13 @@ import (
 // Rows written before this layout also hold d:n (the task name); it was
 // never read and is no longer written.
 const (
-	colIDSubmitted = "s" // due time of the latest submit
-	colIDAt        = "a" // current due time after a move
-	colIDMoving    = "r" // latest reschedule's target
-	colIDCancelled = "x" // cancelled by id alone (value: "1")
+	colIDSubmitted = "s"  // due time of the latest submit
+	colIDAt        = "a"  // current due time after a move
+	colIDMoving    = "r"  // latest reschedule's target
+	colIDCancelled = "x"  // cancelled by id alone (value: "1")
+	colIDSubRec    = "sr" // record time of the latest submit (taskstate.State)
+	colIDMoveRec   = "rr" // record time of the latest reschedule
+	colIDMoveFail  = "rf" // record time of a reschedule failed for an unknown id
 )
 
 var _ payload.IDStore = (*Store)(nil)
@@ -29,8 +32,8 @@ var _ payload.IDStore = (*Store)(nil)
 // PutIDs writes id rows in chunks of PutBatch, a few chunks in flight. The
 // cells of one write share one put, so a reader sees all of them or none;
 // their TTL is max(latest time − now, 0) + Retention, and a cancel without
-// a time keeps for payload.DefaultMaxDelay + Retention (a task may still
-// arrive that long after it).
+// a time keeps for MaxDelay + Retention (a task may still come due that
+// long after it), capped at 100 years.
 func (h *Store) PutIDs(ctx context.Context, writes []payload.IDWrite) (err error) {
 	if len(writes) == 0 {
 		return nil
@@ -50,11 +53,16 @@ func (h *Store) PutIDs(ctx context.Context, writes []payload.IDWrite) (err error
 				latest = max(latest, c.ms)
 			}
 		}
+		for col, ms := range map[string]int64{colIDSubRec: w.SubmitRecorded, colIDMoveRec: w.MoveRecorded, colIDMoveFail: w.MoveFailed} {
+			if ms > 0 {
+				cols[col] = binary.BigEndian.AppendUint64(nil, uint64(ms))
+			}
+		}
 		ahead := max(latest-now, 0)
 		if w.Cancel {
 			cols[colIDCancelled] = []byte("1")
 			if latest == 0 {
-				ahead = payload.DefaultMaxDelay.Milliseconds()
+				ahead = min(h.maxDelay, maxTTL).Milliseconds()
 			}
 		}
 		ttl := min(h.retention+time.Duration(min(ahead, maxTTL.Milliseconds()))*time.Millisecond, maxTTL)
@@ -109,6 +117,12 @@ func (h *Store) GetIDs(ctx context.Context, ids []uint64) (_ []payload.IDState, 
 					s.Moving = ms()
 				case colIDCancelled:
 					s.Cancelled = true
+				case colIDSubRec:
+					s.SubmitRecorded = ms()
+				case colIDMoveRec:
+					s.MoveRecorded = ms()
+				case colIDMoveFail:
+					s.MoveFailed = ms()
 				}
 			}
 		}

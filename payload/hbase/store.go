@@ -85,6 +85,11 @@ type Config struct {
 	// Retention is how long a row outlives its due time (default
 	// DefaultRetention, 7 days).
 	Retention time.Duration
+	// MaxDelay is the longest delay ingest accepts (delayd --max-delay;
+	// default payload.DefaultMaxDelay): a cancel by id alone is kept
+	// MaxDelay + Retention, as long as the op flag that guards it, since a
+	// task of that id may still come due that far ahead.
+	MaxDelay time.Duration
 	// LegacyCells writes tasks in the multi-cell layout of delayd before
 	// one-cell rows (d:t, d:n, d:k, d:v, d:h) instead of one d:e cell, for
 	// a rolling upgrade: a delayd of that age reads only the old cells and
@@ -136,6 +141,9 @@ func (c *Config) setDefaults() {
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
 	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = payload.DefaultMaxDelay
+	}
 	if c.PutBatch == 0 {
 		c.PutBatch = DefaultPutBatch
 	}
@@ -166,6 +174,9 @@ func (c Config) Validate() error {
 	if c.Retention < 0 || c.Retention > maxTTL {
 		errs = append(errs, fmt.Errorf("%w: Retention %v out of range 0..%v", ErrConfig, c.Retention, maxTTL))
 	}
+	if c.MaxDelay < 0 {
+		errs = append(errs, fmt.Errorf("%w: MaxDelay %v is negative", ErrConfig, c.MaxDelay))
+	}
 	if c.PutBatch < 0 {
 		errs = append(errs, fmt.Errorf("%w: PutBatch %d is negative", ErrConfig, c.PutBatch))
 	}
@@ -182,6 +193,7 @@ type Store struct {
 	table     []byte
 	salts     int
 	retention time.Duration
+	maxDelay  time.Duration
 	legacy    bool // Config.LegacyCells
 	batch     int
 	scanRows  int     // Config.ScanRows; negative: never
@@ -215,6 +227,7 @@ func New(cfg Config) (*Store, error) {
 		table:     []byte(cfg.Table),
 		salts:     cfg.Salts,
 		retention: cfg.Retention,
+		maxDelay:  cfg.MaxDelay,
 		legacy:    cfg.LegacyCells,
 		batch:     cfg.PutBatch,
 		scanRows:  cfg.ScanRows,

@@ -283,18 +283,18 @@ func firstError(res []hrpc.RPCResult) error {
 }
 
 func TestHBaseConfigValidate(t *testing.T) {
-	_, err := hbase.New(hbase.Config{Salts: 300, Retention: -1, PutBatch: -1, RPCQueueSize: -1})
+	_, err := hbase.New(hbase.Config{Salts: 300, Retention: -1, MaxDelay: -1, PutBatch: -1, RPCQueueSize: -1})
 	if err == nil {
 		t.Fatal("NewHBase accepted a bad config")
 	}
-	for _, field := range []string{"Salts", "Retention", "PutBatch", "RPCQueueSize"} {
+	for _, field := range []string{"Salts", "Retention", "MaxDelay", "PutBatch", "RPCQueueSize"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error %q does not report %s", err, field)
 		}
 	}
 	var joined interface{ Unwrap() []error }
-	if !errors.As(err, &joined) || len(joined.Unwrap()) != 4 {
-		t.Fatalf("want 4 joined errors, got %v", err)
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != 5 {
+		t.Fatalf("want 5 joined errors, got %v", err)
 	}
 	for _, e := range joined.Unwrap() {
 		if !errors.Is(e, hbase.ErrConfig) {

@@ -8,7 +8,8 @@ import (
 )
 
 // testIDRows checks the id rows: cells written apart are read together, a
-// zero field leaves its cell, Moving -1 clears it, cancel sticks, State
+// zero field leaves its cell, Moving -1 clears it, cancel sticks, the
+// record times (taskstate.State) are kept, State
 // and State reads them.
 func testIDRows(t *testing.T, s payload.Store, w window) {
 	ids, ok := s.(payload.StateReader)
@@ -19,13 +20,13 @@ func testIDRows(t *testing.T, s payload.Store, w window) {
 	put(t, s, a, b)
 	writes := []payload.IDWrite{
 		{ID: a.ID, Name: a.Name, Submitted: a.ExecAt},
-		{ID: b.ID, Name: b.Name, Submitted: b.ExecAt, Moving: w.at(50_000)},
+		{ID: b.ID, Name: b.Name, Submitted: b.ExecAt, Moving: w.at(50_000), SubmitRecorded: 111, MoveRecorded: 222},
 		{ID: c.ID, Name: c.Name, Cancel: true},
 	}
 	if err := ids.PutIDs(ctx(t), writes); err != nil {
 		t.Fatalf("PutIDs: %v", err)
 	}
-	if err := ids.PutIDs(ctx(t), []payload.IDWrite{{ID: b.ID, At: w.at(50_000)}, {ID: a.ID, Moving: -1}}); err != nil {
+	if err := ids.PutIDs(ctx(t), []payload.IDWrite{{ID: b.ID, At: w.at(50_000), MoveFailed: 333}, {ID: a.ID, Moving: -1}}); err != nil {
 		t.Fatalf("PutIDs: %v", err)
 	}
 	got, err := ids.GetIDs(ctx(t), []uint64{a.ID, b.ID, c.ID, a.ID ^ 1})
@@ -34,7 +35,7 @@ func testIDRows(t *testing.T, s payload.Store, w window) {
 	}
 	want := []payload.IDState{
 		{Submitted: a.ExecAt},
-		{Submitted: b.ExecAt, At: w.at(50_000), Moving: w.at(50_000)},
+		{Submitted: b.ExecAt, At: w.at(50_000), Moving: w.at(50_000), SubmitRecorded: 111, MoveRecorded: 222, MoveFailed: 333},
 		{Cancelled: true},
 		{},
 	}

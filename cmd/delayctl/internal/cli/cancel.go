@@ -20,10 +20,11 @@ func newCancel(sys *IO, g *globals) *cobra.Command {
 With --at, it cancels the task due at that time: delayd stores a marker on
 the task's row. Without --at, it cancels by id alone: delayd marks the id's
 row (and the task's row at its current due time, also after a reschedule),
-and a task with this id that arrives later is cancelled too. Either way the
-cancel wins whether it arrives before or after the task; cancelling a task
-that is unknown or already delivered is harmless. Check the result with
-inspect.`,
+and a task with this id that arrives later is cancelled too, for delayd's
+--max-delay + --retention (the cancel is kept, even for an id not stored
+yet). Either way the cancel wins whether it arrives before or after the
+task; cancelling a task already delivered is harmless. Check the result
+with inspect.`,
 		Example: `  delayctl cancel --id reminder-42
   delayctl cancel --id reminder-42 --at 2030-01-02T15:04:05Z
   delayctl cancel --id 1871234567890123456 --at 1893596645000`,
@@ -78,7 +79,8 @@ func newReschedule(sys *IO, g *globals) *cobra.Command {
 delayd moves the task to the new due time, keeping its key, value and
 headers: the old time is not delivered, the new one is. delayd sends the
 reschedule to delay-failed, with the reason in delay-error, when the id is
-cancelled, already due, or unknown (no task of that id arrives within 30 s).
+cancelled, already due, or unknown (no task of that id submitted within
+30 s after the reschedule); it never moves a task submitted later than that.
 Check the result with inspect.`,
 		Example: `  delayctl reschedule --id reminder-42 --after 2h
   delayctl reschedule --id reminder-42 --at 2030-01-02T15:04:05Z`,

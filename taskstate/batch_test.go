@@ -1,0 +1,96 @@
+package taskstate
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// decide runs Begin and Decide on ops against the id row st (the same
+// for every id) after the batch's own writes, at now.
+func decide(st State, now int64, ops ...Op) *Plan {
+	b := Begin(ops, func(int) bool { return false })
+	states := make([]State, len(b.IDs))
+	for k := range states {
+		states[k] = st.Apply(b.Writes[k])
+	}
+	return Decide(b, states, now, Config{RescheduleGrace: 30 * time.Second})
+}
+
+func TestDecideRules(t *testing.T) {
+	const (
+		now  = int64(1_000_000_000)
+		due  = now + 60_000
+		to   = now + 90_000
+		sec  = int64(1000)
+		name = "a"
+	)
+	submit := func(rec int64) Op { return Op{ID: 1, Name: name, Kind: Submit, At: due, Recorded: rec} }
+	resched := func(rec int64) Op { return Op{ID: 1, Name: name, Kind: Reschedule, At: to, Recorded: rec} }
+
+	t.Run("young reschedule of an unknown id waits", func(t *testing.T) {
+		p := decide(State{}, now, resched(now-10*sec))
+		if len(p.Refused) != 0 || len(p.Ats) != 0 || len(p.Moves) != 0 {
+			t.Errorf("plan %+v, want nothing: the reschedule waits in its cell", p)
+		}
+	})
+	t.Run("old reschedule of an unknown id fails and is marked", func(t *testing.T) {
+		p := decide(State{}, now, resched(now-31*sec))
+		if !strings.Contains(p.Refused[0], `unknown delay-id "a"`) {
+			t.Errorf("refused %v", p.Refused)
+		}
+		if len(p.Ats) != 1 || p.Ats[0].Moving != -1 || p.Ats[0].MoveFailed != now-31*sec {
+			t.Errorf("ats %+v, want the cell cleared and marked failed", p.Ats)
+		}
+	})
+	t.Run("re-read of a failed reschedule fails again though a task came", func(t *testing.T) {
+		st := State{Submitted: due, SubmitRecorded: now - sec, MoveFailed: now - 31*sec}
+		p := decide(st, now, resched(now-31*sec))
+		if _, ok := p.Refused[0]; !ok || len(p.Moves) != 0 {
+			t.Errorf("plan %+v, want the reschedule refused, no move", p)
+		}
+	})
+	t.Run("a submit recorded after the grace is not moved", func(t *testing.T) {
+		st := State{Moving: to, MoveRecorded: now - 40*sec}
+		p := decide(st, now, submit(now))
+		if p.Skip[0] || len(p.Copies) != 0 {
+			t.Errorf("plan %+v, want the submit at its own due time", p)
+		}
+	})
+	t.Run("a submit recorded within the grace is moved", func(t *testing.T) {
+		st := State{Moving: to, MoveRecorded: now - 20*sec}
+		p := decide(st, now, submit(now))
+		if !p.Skip[0] || len(p.Copies) != 1 || p.Copies[0].To != to || p.Copies[0].Src != 0 {
+			t.Errorf("plan %+v, want the submit copied to %d", p, to)
+		}
+	})
+	t.Run("a reschedule finds a task submitted after its grace stale", func(t *testing.T) {
+		st := State{Submitted: due, SubmitRecorded: now}
+		p := decide(st, now, resched(now-40*sec))
+		if _, ok := p.Refused[0]; !ok || len(p.Moves) != 0 {
+			t.Errorf("plan %+v, want the reschedule refused, the task left", p)
+		}
+	})
+	t.Run("a reschedule of a stored task reads its row, Settle moves it", func(t *testing.T) {
+		p := decide(State{Submitted: due, SubmitRecorded: now - sec}, now, resched(now))
+		if len(p.Moves) != 1 || p.Moves[0].From != due || p.Moves[0].To != to {
+			t.Fatalf("moves %+v", p.Moves)
+		}
+		p.Settle([]Row{NoRow, Live}) // a move cut short after its copy
+		if len(p.Copies) != 1 || p.Copies[0].Row != to || len(p.Markers) != 1 || p.Markers[0].At != due {
+			t.Errorf("plan %+v, want the copy at %d finished and the old row marked", p, to)
+		}
+	})
+	t.Run("a cancelled id marks its submit and refuses its reschedule", func(t *testing.T) {
+		p := decide(State{Cancelled: true}, now, submit(now), resched(now))
+		if !p.Skip[0] || !strings.Contains(p.Refused[1], "is cancelled") {
+			t.Errorf("plan %+v", p)
+		}
+	})
+	t.Run("a reschedule of a task already due fails", func(t *testing.T) {
+		p := decide(State{Submitted: now - sec}, now, resched(now))
+		if !strings.Contains(p.Refused[0], "delivered or being delivered") {
+			t.Errorf("refused %v", p.Refused)
+		}
+	})
+}

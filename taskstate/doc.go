@@ -1,0 +1,97 @@
+// Package taskstate holds the rules of a task's life by id: what a batch
+// of submits, cancels (by id and due time, by id alone) and reschedules
+// does to the tasks their ids name, and what a recurring task's next
+// occurrence does. It is pure: its functions take the messages, the
+// stored id states, now and Config, and return a Plan; it reads and
+// writes nothing and imports no Kafka, Redis or HBase client (a test
+// checks it). Ingest and the scanner carry plans out, with retries,
+// through one required interface each (ingest.Store and ingest.Index,
+// scanner.Store and scanner.Index).
+//
+// # The id row
+//
+// Every task name has an id row (State) beside its task rows: d:s the due
+// time of its latest submit, d:a the current due time after a move, d:r
+// the latest reschedule's new due time, d:x cancelled by id alone, and
+// the record timestamps d:sr (of the latest submit), d:rr (of the latest
+// reschedule) and d:rf (of a reschedule failed for an unknown id). A
+// write sets only the cells it names (Write, State.Apply); each store
+// makes a write of a row atomic and a read after it sees it.
+//
+// # Order (what ingest does per batch, and why a replay completes it)
+//
+//  1. put the batch's task rows (submits; cancels by id and due time as
+//     the cancel marker of their row);
+//  2. flag the ids that have an op by id (Redis, kept for the op lifetime),
+//     then write each id's cells (Begin: one Write per id, later messages
+//     of the batch winning);
+//  3. read the op flags of the other ids, then read back the id rows of
+//     the ops and of the flagged submits; Decide;
+//  4. read the stored rows that moves copy (Plan.Moves), Settle;
+//  5. put the copies (Plan.Copies: a task row at its new due time);
+//  6. index the submits that stay (not Plan.Skip) and the copies;
+//  7. put the cancel markers (Plan.Markers: the rows a move leaves, the
+//     rows a cancel by id names);
+//  8. write the id rows' new current due times (Plan.Ats).
+//
+// Each step is idempotent and a later step only depends on earlier ones,
+// so a crash between any two leaves a state from which handling the same
+// batch again reaches the same end: the copy exists before the index
+// names it, the index names it before the old row is marked, and the
+// id row names the new due time last, so a re-read still finds the move
+// to make (Settle finishes a move whose copy exists: the row at To).
+//
+// The scanner, for a delivered occurrence of a recurring task, stores the
+// next occurrence, indexes it, records it in the id row (Track: d:a),
+// reads the row back and marks the next occurrence when the name is
+// cancelled by id (Stopped), all before it produces the current one,
+// which it then does not produce either when the name is cancelled.
+//
+// # Rules
+//
+//   - Order-independence: a submit and an op by id each write their own
+//     cell before they read the other's (flag then cell for the op, cell
+//     then flag for the submit), so at least one of the two sees the other
+//     and applies the op, whatever partition or process each came through.
+//   - Cancel by id alone (CancelID) marks the rows at the current due time
+//     and at d:r, every submit of the id, and every occurrence planned
+//     after it; a reschedule of a cancelled id is refused.
+//   - Reschedule of a stored task not yet due moves it: the task row is
+//     copied to the new time, indexed there, the old row marked, d:a set.
+//     A reschedule of a task whose due time has passed, or of a cancelled
+//     one, is refused.
+//   - A submit whose id row has a d:r elsewhere is moved there: its
+//     reschedule came first (another partition, delay-input-slow), or the
+//     batch is read again after a crash.
+//
+// # Unknown ids
+//
+// An op by id may arrive before its task (another partition,
+// delay-input-slow) or name an id that never comes; the rules tell the
+// two apart by time only:
+//
+//   - A reschedule applies only to a task of its id recorded less than
+//     RescheduleGrace after it (record timestamps d:sr and d:rr, see
+//     stale): whichever of the two ingest handles first, a task recorded
+//     later stays at its own due time. So a stale reschedule of an id
+//     never affects a later submit of it.
+//   - A reschedule that finds no such task stored when ingest reads it
+//     RescheduleGrace or more old is refused (delay-failed) and its cell
+//     is marked failed (d:rf = its record time), so that a re-read of the
+//     batch refuses it again and no task arriving later moves. A younger
+//     one waits in the id row (d:r) for its task; if none comes, it
+//     expires there unreported (payload.State: unknown), moving nothing.
+//   - A cancel by id alone is kept: d:x stays for MaxDelay + Retention
+//     (the op flag as long), and every task of the id submitted in that
+//     time is stored cancelled, whether the cancel came first or not.
+//     This is what makes a cancel that overtakes its task work; an id once
+//     cancelled is not reused within that time.
+//
+// # Invariants
+//
+//   - At most one due time of an id is delivered for one submit: a move
+//     marks the row it leaves before the id row names the new time.
+//   - A cancelled id is never delivered again within the op lifetime.
+//   - Nothing here depends on the order in which two ingest processes
+//     handle two messages of the same id, only on the cells each sees.
+package taskstate

@@ -1,0 +1,449 @@
+package taskstate
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// The model test runs random interleavings of ops on two partitions
+// through the plans of this package, carried out in the documented order
+// by a small in-memory executor that may crash between any two steps (the
+// batch is then handled again) or handle a batch twice (a lost commit),
+// and checks what a user would observe against a reference model.
+
+const (
+	grace  = 30 * time.Second
+	margin = 5 * time.Second // around a grace's end, either outcome is right
+)
+
+type rowKey struct {
+	id uint64
+	at int64
+}
+
+type row struct{ live, marked bool }
+
+// world is the stores: task rows, index, id rows, op flags, failed ops.
+type world struct {
+	rows    map[rowKey]row
+	index   map[rowKey]bool
+	ids     map[uint64]State
+	flags   map[uint64]bool
+	failed  map[int]string   // by message number
+	decided map[int]int64    // when each message's batch was last completed
+	written map[uint64]int64 // when each id's submit first wrote its id row
+	series  map[uint64]int64 // recurring ids: first due time
+	sent    map[uint64][]sent
+}
+
+// sent is a delivery: which due time, when.
+type sent struct{ at, when int64 }
+
+// scan is one scanner pass at now over the due entries of recurring ids,
+// in the scanner's order: plan the next occurrence (store, index, Track,
+// read back, Stopped markers), deliver, remove the entry. A crash (the
+// scanner's, independent of ingest's) ends the pass; the entry stays and
+// is delivered again.
+func (w *world) scan(now int64, rng *rand.Rand) {
+	var due []rowKey
+	for k := range w.index {
+		if _, ok := w.series[k.id]; ok && k.at <= now {
+			due = append(due, k)
+		}
+	}
+	slices.SortFunc(due, func(a, b rowKey) int { return int(a.at - b.at) })
+	for _, k := range due {
+		crash := rng.IntN(8)
+		if r := w.rows[k]; r.live && !r.marked {
+			var next []Occurrence
+			if (k.at-w.series[k.id])/seriesEvery+1 < seriesCount {
+				next = []Occurrence{{ID: k.id, Name: "series", At: k.at + seriesEvery}}
+				w.put(rowKey{k.id, next[0].At}, false)
+				w.index[rowKey{k.id, next[0].At}] = true
+			}
+			if crash == 1 {
+				return
+			}
+			for _, wr := range Track(next) {
+				w.ids[wr.ID] = w.ids[wr.ID].Apply(wr)
+			}
+			if crash == 2 {
+				return
+			}
+			st := w.ids[k.id]
+			for _, m := range Stopped(next, []State{st}[:len(next)]) {
+				w.put(rowKey{m.ID, m.At}, true)
+			}
+			if !st.Cancelled {
+				w.sent[k.id] = append(w.sent[k.id], sent{k.at, now})
+			}
+		}
+		if crash == 3 {
+			return
+		}
+		delete(w.index, k)
+	}
+}
+
+func (w *world) put(k rowKey, marker bool) {
+	r := w.rows[k]
+	if marker {
+		r.marked = true
+	} else {
+		r.live = true
+	}
+	w.rows[k] = r
+}
+
+// msg is a produced message: an op, its partition, and a number.
+type msg struct {
+	Op
+	n    int
+	part int
+}
+
+// errCrash ends a handling between two steps.
+type errCrash struct{}
+
+// handle carries out the plan of batch at now, crashing after step crash
+// (none when crash < 0). It returns whether it ended.
+func (w *world) handle(batch []msg, now int64, crash int) bool {
+	step := 0
+	cut := func() bool { step++; return step == crash }
+	ops := make([]Op, len(batch))
+	for i, m := range batch {
+		ops[i] = m.Op
+	}
+	for _, o := range ops {
+		if o.Kind == Submit || o.Kind == CancelAt {
+			w.put(rowKey{o.ID, o.At}, o.Kind == CancelAt)
+		}
+	}
+	if cut() {
+		return false
+	}
+	b := Begin(ops, func(int) bool { return false })
+	opIDs := b.OpIDs()
+	for _, id := range opIDs {
+		w.flags[id] = true
+	}
+	if cut() {
+		return false
+	}
+	for _, wr := range b.Writes {
+		w.ids[wr.ID] = w.ids[wr.ID].Apply(wr)
+		if _, ok := w.written[wr.ID]; !ok && wr.Submitted != 0 {
+			w.written[wr.ID] = now
+		}
+	}
+	if cut() {
+		return false
+	}
+	var flagged []bool
+	if len(opIDs) < len(b.IDs) {
+		for _, id := range b.IDs {
+			flagged = append(flagged, w.flags[id])
+		}
+	}
+	read := b.Reads(flagged)
+	states := make([]State, len(b.IDs))
+	for k, id := range b.IDs {
+		if read[k] {
+			states[k] = w.ids[id]
+		}
+	}
+	p := Decide(b, states, now, Config{RescheduleGrace: grace})
+	var rows []Row
+	for _, m := range p.Moves {
+		for _, at := range []int64{m.From, m.To} {
+			switch r := w.rows[rowKey{m.ID, at}]; {
+			case r.marked:
+				rows = append(rows, Marked)
+			case r.live:
+				rows = append(rows, Live)
+			default:
+				rows = append(rows, NoRow)
+			}
+		}
+	}
+	p.Settle(rows)
+	for _, c := range p.Copies {
+		w.put(rowKey{c.ID, c.To}, false)
+	}
+	if cut() {
+		return false
+	}
+	for i, o := range ops {
+		if _, no := p.Refused[i]; !no && o.Kind == Submit && !p.Skip[i] {
+			w.index[rowKey{o.ID, o.At}] = true
+		}
+	}
+	for _, c := range p.Copies {
+		if _, no := p.Refused[c.Origin]; !no {
+			w.index[rowKey{c.ID, c.To}] = true
+		}
+	}
+	if cut() {
+		return false
+	}
+	for _, m := range p.Markers {
+		w.put(rowKey{m.ID, m.At}, true)
+	}
+	if cut() {
+		return false
+	}
+	for _, wr := range p.Ats {
+		w.ids[wr.ID] = w.ids[wr.ID].Apply(wr)
+	}
+	for i, text := range p.Refused {
+		w.failed[batch[i].n] = text
+	}
+	for _, m := range batch {
+		w.decided[m.n] = now
+	}
+	return true
+}
+
+// delivered returns the due times of id the scanner would deliver.
+func (w *world) delivered(id uint64) []int64 {
+	var out []int64
+	for k := range w.index {
+		if r := w.rows[k]; k.id == id && r.live && !r.marked {
+			out = append(out, k.at)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Scenarios, one per id.
+const (
+	scPlain       = iota // submit
+	scCancelAt           // submit, cancel by id and due time, any order
+	scCancelID           // submit, cancel by id alone, any order
+	scCancelFirst        // cancel by id alone of an unknown id, a submit later
+	scResched            // submit, reschedule, close in time, any order
+	scStale              // reschedule of an unknown id, a submit well after its grace
+	scGhost              // reschedule of an id never submitted
+	scSeries             // a recurring task, a cancel by id alone at a random time or none
+	scenarios
+)
+
+// A series is due at due, due+every, … seriesCount times.
+const (
+	seriesEvery = 20_000 // ms
+	seriesCount = 3
+)
+
+type idCase struct {
+	kind        int
+	cancel      int // the series' cancel by id, -1 none
+	id          uint64
+	due, to     int64
+	submit, res int // message numbers, -1 none
+}
+
+// expect is what the user should see delivered of the id: its reschedule
+// moves the task unless the reschedule failed; a stale one never does.
+func (c idCase) expect(resFailed bool) []int64 {
+	switch {
+	case c.kind == scPlain || c.kind == scStale:
+		return []int64{c.due}
+	case c.kind == scResched && resFailed:
+		return []int64{c.due}
+	case c.kind == scResched:
+		return []int64{c.to}
+	}
+	return nil
+}
+
+type sim struct {
+	rng   *rand.Rand
+	w     *world
+	msgs  []msg
+	cases []idCase
+	now   int64
+}
+
+func (s *sim) produce(o Op, at int64) int {
+	n := len(s.msgs)
+	o.Recorded = at
+	s.msgs = append(s.msgs, msg{Op: o, n: n, part: s.rng.IntN(2)})
+	return n
+}
+
+// generate makes the ids' messages, recorded over the first minutes.
+func (s *sim) generate(ids int) {
+	start := s.now
+	at := func(lo, hi time.Duration) int64 {
+		return start + lo.Milliseconds() + s.rng.Int64N((hi-lo).Milliseconds()+1)
+	}
+	for k := range ids {
+		c := idCase{kind: s.rng.IntN(scenarios), id: uint64(k + 1), submit: -1, res: -1, cancel: -1}
+		c.due = start + time.Hour.Milliseconds() + s.rng.Int64N(1000)*1000
+		c.to = c.due + (1+s.rng.Int64N(100))*1000
+		name := fmt.Sprint("t", c.id)
+		sub := Op{ID: c.id, Name: name, Kind: Submit, At: c.due}
+		t0 := at(0, 2*time.Minute)
+		switch c.kind {
+		case scPlain:
+			c.submit = s.produce(sub, t0)
+		case scCancelAt:
+			c.submit = s.produce(sub, t0)
+			s.produce(Op{ID: c.id, Name: name, Kind: CancelAt, At: c.due}, t0+s.rng.Int64N(20000)-10000)
+		case scCancelID:
+			c.submit = s.produce(sub, t0)
+			s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, t0+s.rng.Int64N(20000)-10000)
+		case scCancelFirst:
+			s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, t0)
+			c.submit = s.produce(sub, t0+(time.Minute+time.Duration(s.rng.IntN(60))*time.Second).Milliseconds())
+		case scResched:
+			c.submit = s.produce(sub, t0)
+			c.res = s.produce(Op{ID: c.id, Name: name, Kind: Reschedule, At: c.to}, t0+s.rng.Int64N(20000)-10000)
+		case scStale:
+			c.res = s.produce(Op{ID: c.id, Name: name, Kind: Reschedule, At: c.to}, t0)
+			c.submit = s.produce(sub, t0+(grace+margin+time.Duration(s.rng.IntN(60))*time.Second).Milliseconds())
+		case scGhost:
+			c.res = s.produce(Op{ID: c.id, Name: name, Kind: Reschedule, At: c.to}, t0)
+		case scSeries:
+			c.due = t0 + s.rng.Int64N(60_000)
+			c.submit = s.produce(Op{ID: c.id, Name: name, Kind: Submit, At: c.due}, t0)
+			s.w.series[c.id] = c.due
+			if s.rng.IntN(2) == 0 {
+				c.cancel = s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, t0+s.rng.Int64N(90_000))
+			}
+		}
+		s.cases = append(s.cases, c)
+	}
+}
+
+// run handles the partitions until every message is handled and no batch
+// waits, in random steps of time, batch sizes, crashes and re-reads.
+func (s *sim) run() {
+	var queue [2][]msg
+	byTime := slices.Clone(s.msgs)
+	slices.SortStableFunc(byTime, func(a, b msg) int { return int(a.Recorded - b.Recorded) })
+	for _, m := range byTime {
+		queue[m.part] = append(queue[m.part], m)
+	}
+	var size [2]int
+	horizon := s.now + (10 * time.Minute).Milliseconds()
+	for len(queue[0])+len(queue[1]) > 0 || s.now < horizon {
+		s.now += s.rng.Int64N(3000)
+		s.w.scan(s.now, s.rng)
+		p := s.rng.IntN(2)
+		q := queue[p]
+		if len(q) == 0 || q[0].Recorded > s.now {
+			continue
+		}
+		if size[p] == 0 { // a new batch: what is there, up to 3
+			size[p] = 1
+			for size[p] < min(3, len(q)) && q[size[p]].Recorded <= s.now {
+				size[p]++
+			}
+		}
+		crash := -1
+		if s.rng.IntN(4) == 0 {
+			crash = 1 + s.rng.IntN(5)
+		}
+		if !s.w.handle(q[:size[p]], s.now, crash) || s.rng.IntN(5) == 0 {
+			continue // a crash, or the commit is lost: read again
+		}
+		queue[p], size[p] = q[size[p]:], 0
+	}
+}
+
+func (s *sim) check() []string {
+	var errs []string
+	failed := func(n int) bool { _, ok := s.w.failed[n]; return n >= 0 && ok }
+	for _, c := range s.cases {
+		if c.kind == scSeries {
+			errs = append(errs, s.checkSeries(c)...)
+			continue
+		}
+		got := s.w.delivered(c.id)
+		want := c.expect(failed(c.res))
+		if !slices.Equal(got, want) {
+			errs = append(errs, fmt.Sprintf("id %d (scenario %d): delivered %v, want %v", c.id, c.kind, got, want))
+		}
+		if c.res < 0 {
+			continue
+		}
+		// A reschedule fails when, decided at least its grace after its
+		// record time, it finds no task recorded within the grace; never
+		// for a task written well within its grace; and a failed one
+		// moves no task.
+		written, ok := s.w.written[c.id]
+		age := s.w.decided[c.res] - s.msgs[c.res].Recorded
+		graceEnd := s.msgs[c.res].Recorded + grace.Milliseconds()
+		switch {
+		case !ok && age >= grace.Milliseconds() && !failed(c.res):
+			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule of an unknown id decided %v old not failed", c.id, c.kind, time.Duration(age)*time.Millisecond))
+		case ok && failed(c.res) && written < graceEnd-margin.Milliseconds():
+			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule failed though its task came within its grace (written %d, grace end %d)", c.id, c.kind, written, graceEnd))
+		}
+		if c.submit >= 0 && failed(c.submit) {
+			errs = append(errs, fmt.Sprintf("id %d (scenario %d): submit failed: %s", c.id, c.kind, s.w.failed[c.submit]))
+		}
+	}
+	return errs
+}
+
+var modelSeed = flag.Uint64("model.seed", 0, "first seed of TestModel (0: from the clock)")
+
+// checkSeries: a series is delivered in full, in order, each occurrence
+// once (again only after a scanner crash), unless cancelled by id: then it
+// is a prefix of that, and nothing is delivered after the cancel's batch
+// was done.
+func (s *sim) checkSeries(c idCase) []string {
+	var errs []string
+	var dues []int64
+	for _, d := range s.w.sent[c.id] {
+		if c.cancel >= 0 && d.when > s.w.decided[c.cancel] {
+			errs = append(errs, fmt.Sprintf("series %d: occurrence %d delivered at %d, after its cancel at %d", c.id, d.at, d.when, s.w.decided[c.cancel]))
+		}
+		if !slices.Contains(dues, d.at) {
+			dues = append(dues, d.at)
+		}
+	}
+	for k, at := range dues {
+		if at != c.due+int64(k)*seriesEvery {
+			errs = append(errs, fmt.Sprintf("series %d: delivered %v, want a prefix of the series from %d", c.id, dues, c.due))
+			break
+		}
+	}
+	if c.cancel < 0 && len(dues) != seriesCount {
+		errs = append(errs, fmt.Sprintf("series %d: delivered %v, want %d occurrences", c.id, dues, seriesCount))
+	}
+	return errs
+}
+
+// TestModel runs 5,000 seeded interleavings of 8 ids each (about 0.4 s,
+// 2 s with -race); a failure names its seed, which
+// `go test -run TestModel -model.seed N` replays first.
+func TestModel(t *testing.T) {
+	base := *modelSeed
+	if base == 0 {
+		base = uint64(time.Now().UnixNano())
+	}
+	t.Logf("first seed %d", base)
+	for run := range uint64(5000) {
+		seed := base + run
+		s := &sim{
+			rng: rand.New(rand.NewPCG(seed, 0)),
+			w: &world{rows: map[rowKey]row{}, index: map[rowKey]bool{}, ids: map[uint64]State{},
+				flags: map[uint64]bool{}, failed: map[int]string{}, decided: map[int]int64{}, written: map[uint64]int64{},
+				series: map[uint64]int64{}, sent: map[uint64][]sent{}},
+			now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
+		}
+		s.generate(8)
+		s.run()
+		if errs := s.check(); len(errs) > 0 {
+			t.Fatalf("seed %d:\n%s", seed, errs)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package taskstate
+
+// State is what the id row of a task name holds: the id → due-time lookup
+// that the ops by id need. Every field is zero when the row does not
+// exist. payload.IDState is this type.
+type State struct {
+	// Submitted is the due time of the latest submit of the name (cell
+	// d:s), written by ingest beside the task row.
+	Submitted int64
+	// At is the current due time after a move (cell d:a): a reschedule,
+	// or the next occurrence of a recurring task. It beats Submitted.
+	At int64
+	// Moving is the latest reschedule's new due time (cell d:r). It stays
+	// while the reschedule holds: a submit that arrives after its
+	// reschedule, or is read again after a crash, moves itself there.
+	Moving int64
+	// Cancelled: cancelled by id alone (cell d:x). It stays, so that a
+	// task arriving later, and every later occurrence, is cancelled too.
+	Cancelled bool
+	// SubmitRecorded and MoveRecorded are the record timestamps (unix ms)
+	// of the messages that wrote Submitted and Moving (cells d:sr, d:rr);
+	// 0 in rows written before they existed. They tell a reschedule from
+	// a submit that came more than the grace after it (see the package
+	// doc, "Unknown ids").
+	SubmitRecorded int64
+	MoveRecorded   int64
+	// MoveFailed is the record timestamp of a reschedule that failed for
+	// an unknown id (cell d:rf). While it equals MoveRecorded, the
+	// reschedule in Moving is void: a re-read of it fails again and moves
+	// no task.
+	MoveFailed int64
+}
+
+// moving returns the reschedule's target, 0 when there is none or it
+// failed.
+func (s State) moving() int64 {
+	if s.MoveFailed != 0 && s.MoveFailed == s.MoveRecorded {
+		return 0
+	}
+	return s.Moving
+}
+
+// Due returns the task's current due time, 0 when no task of the name is
+// stored.
+func (s State) Due() int64 {
+	if s.At != 0 {
+		return s.At
+	}
+	return s.Submitted
+}
+
+// Write sets cells of the id row of ID; a zero field leaves its cell as
+// it is, and Moving -1 clears the reschedule cell (reads 0 after).
+// payload.IDWrite is this type.
+type Write struct {
+	ID        uint64
+	Name      string // the task name, for error messages (not stored)
+	Submitted int64  // d:s
+	At        int64  // d:a
+	Moving    int64  // d:r
+	Cancel    bool   // d:x
+	// SubmitRecorded and MoveRecorded (d:sr, d:rr) go with Submitted and
+	// Moving.
+	SubmitRecorded int64
+	MoveRecorded   int64
+	MoveFailed     int64 // d:rf
+}
+
+// Apply returns s after w: what every id-row store must read back after
+// writing w (payload.Memory is this function over a map).
+func (s State) Apply(w Write) State {
+	if w.Submitted != 0 {
+		s.Submitted = w.Submitted
+	}
+	if w.At != 0 {
+		s.At = w.At
+	}
+	if w.Moving != 0 {
+		s.Moving = max(w.Moving, 0)
+	}
+	if w.SubmitRecorded != 0 {
+		s.SubmitRecorded = w.SubmitRecorded
+	}
+	if w.MoveRecorded != 0 {
+		s.MoveRecorded = w.MoveRecorded
+	}
+	if w.MoveFailed != 0 {
+		s.MoveFailed = w.MoveFailed
+	}
+	s.Cancelled = s.Cancelled || w.Cancel
+	return s
+}
