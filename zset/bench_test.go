@@ -12,8 +12,8 @@ import (
 )
 
 // Benchmarks of the Redis round trips against the local stack's Redis
-// (skipped without it, like the integration tests). Figures belong in the
-// README, as ratios measured in one run.
+// (skipped without it, like the integration tests). Figures belong in
+// docs/performance.md, as ratios measured in one run.
 
 func benchIndex(b *testing.B, cfg Config) *Index {
 	b.Helper()

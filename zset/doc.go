@@ -156,8 +156,8 @@
 // segment to Fill before opening more: a dense segment costs about the
 // listpack bytes of its members plus one key per Fill tasks. A sparse
 // segment (fewer tasks than Shards) still pays a key per task: shorter
-// segments or fewer shards help there. Measured figures are in the README,
-// "Performance".
+// segments or fewer shards help there. Measured figures are in
+// docs/performance.md.
 //
 // # Costs
 //

@@ -4,7 +4,7 @@
 // delayctl completion bash|zsh|fish|powershell.
 //
 // Every flag also reads DELAYQ_<FLAG> (upper case, dashes as underscores);
-// a flag beats the environment. See ../../README.md and `delayctl --help`.
+// a flag beats the environment. See ../../docs/delayctl.md and `delayctl --help`.
 package main
 
 import (

@@ -19,7 +19,7 @@
 # (default KAFKA_PORT+2) stay PLAINTEXT on 127.0.0.1 and are no client
 # ports: their principal, User:ANONYMOUS, is a super user with User:admin.
 # The SCRAM users are created at format time (StorageTool --add-scram):
-# admin (super user), delayq (only the ACLs delayd needs, see README
+# admin (super user), delayq (only the ACLs delayd needs, see docs/security.md,
 # "Connecting to a secured Kafka and Redis") and producer (writes
 # delay-input, nothing else). The ACLs are created with kafka.admin.AclCommand
 # as admin once the broker first answers. delayq may write business

@@ -11,7 +11,7 @@
 // --wipe` removes the private stack when the tests end, and a watcher
 // process does it if the test binary dies first.
 //
-// delayd runs as user delayq, which has only the ACLs the README lists
+// delayd runs as user delayq, which has only the ACLs docs/security.md lists
 // ("Connecting to a secured Kafka and Redis"); the workload is written by
 // user producer, which may write delay-input and nothing else; delayctl
 // and the Go client log in as delayq. The harness collects business topics

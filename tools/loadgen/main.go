@@ -2,8 +2,8 @@
 // delivery rates, lateness, lost, duplicate and early deliveries, Redis
 // bytes per pending task and delayd CPU per 1,000 tasks, optionally against
 // a plain kafka-go pass-through baseline measured in the same run. The
-// summary goes to stdout, progress to stderr; see ../../README.md
-// "Performance" and package tools/loadgen/internal/load.
+// summary goes to stdout, progress to stderr; see
+// ../../docs/performance.md, "The load tool", and package tools/loadgen/internal/load.
 package main
 
 import (
