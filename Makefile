@@ -87,7 +87,7 @@ image:
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./tools/image -version $(VERSION) -revision $(REVISION) -out $(IMAGE_DIR)
 
 # Static delayd and delayctl for each of $(PLATFORMS), with LICENSE,
-# README.md and CHANGELOG.md, as dist/delayq_<version>_<os>_<arch>.tar.gz,
+# README.md, CHANGELOG.md and docs/*.md (README's links point there), as dist/delayq_<version>_<os>_<arch>.tar.gz,
 # and their SHA-256 sums (`cd dist && sha256sum -c delayq_<version>_SHA256SUMS`).
 # Needs GNU tar and sha256sum.
 dist:
@@ -97,7 +97,9 @@ dist:
 		mkdir -p dist/.build/$$name; \
 		echo "dist: $$name"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build $(BUILDFLAGS) -o dist/.build/$$name/ ./cmd/delayd ./cmd/delayctl; \
+		mkdir -p dist/.build/$$name/docs; \
 		cp LICENSE README.md CHANGELOG.md dist/.build/$$name/; \
+		cp docs/*.md dist/.build/$$name/docs/; \
 		tar --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
 			-C dist/.build -cf - $$name | gzip -9n >dist/$$name.tar.gz; \
 	done
