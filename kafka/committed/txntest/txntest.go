@@ -29,6 +29,9 @@ type Written struct {
 	// AfterOpen are the names of Visible written after the open
 	// transaction began: held back until the broker aborts it.
 	AfterOpen []string
+	// Opened is when the open transaction began: the broker aborts it
+	// OpenTimeout after it, or later.
+	Opened time.Time
 }
 
 // Write writes to partition of topic on brokers, with record(name) making
@@ -70,6 +73,7 @@ func Write(t testing.TB, ctx context.Context, brokers []string, topic string, pa
 	transaction(txn, true, func() { produce(txn, "a1"); produce(plain, "p2"); produce(txn, "a2") })
 	transaction(txn, false, func() { produce(txn, "b1"); produce(txn, "b2") })
 	produce(plain, "p3")
+	opened := time.Now()
 	if err := open.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +86,7 @@ func Write(t testing.TB, ctx context.Context, brokers []string, topic string, pa
 		return ns
 	}
 	// In offset order; p2 shows only once A is committed.
-	return Written{Visible: names("p1", "a1", "p2", "a2", "p3", "p4"), Hidden: names("b1", "b2", "c1"), AfterOpen: names("p4")}
+	return Written{Visible: names("p1", "a1", "p2", "a2", "p3", "p4"), Hidden: names("b1", "b2", "c1"), AfterOpen: names("p4"), Opened: opened}
 }
 
 func newClient(t testing.TB, opts ...kgo.Opt) *kgo.Client {
