@@ -167,11 +167,9 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		})); err != nil {
 			return err
 		}
-		hb, err := hbase.New(hbase.Config{
-			ZK: cfg.HBaseZK, ZKRoot: cfg.HBaseZKRoot, Table: cfg.Table, Salts: cfg.Salts, Retention: cfg.Retention, MaxDelay: cfg.MaxDelay,
-			LegacyCells: cfg.HBaseLegacyCells,
-			Logger:      d.opts.Logger, Registerer: d.reg,
-		})
+		hcfg := cfg.hbaseConfig()
+		hcfg.Logger, hcfg.Registerer = d.opts.Logger, d.reg
+		hb, err := hbase.New(hcfg)
 		if err != nil {
 			return fmt.Errorf("hbase store: %w", err)
 		}
@@ -190,7 +188,9 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	})); err != nil {
 		return err
 	}
-	ix, err := zset.New(rdb, zset.Config{Prefix: cfg.Prefix, Segment: cfg.Segment, Shards: cfg.Shards, Fill: cfg.ZsetFill, Registerer: d.reg})
+	zcfg := cfg.zsetConfig()
+	zcfg.Registerer = d.reg
+	ix, err := zset.New(rdb, zcfg)
 	if err != nil {
 		return err
 	}
