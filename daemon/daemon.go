@@ -194,6 +194,13 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Keys written with another segment, shard count or fill are misread:
+	// like the table's salts, a mismatch is fatal, not an outage.
+	checkLayout := setup
+	checkLayout.Permanent = func(err error) bool { return errors.Is(err, zset.ErrLayoutMismatch) }
+	if err := startup.Do(ctx, "check redis layout", checkLayout, d.noteStart("check redis layout", ix.CheckLayout)); err != nil {
+		return err
+	}
 	w := producer.New(producer.Config{Brokers: cfg.Brokers, Auth: d.auth, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd"), AutoCreateTopics: d.opts.AutoCreateTopics})
 	defer w.Close()
 

@@ -13,12 +13,28 @@ import (
 )
 
 // The flag defaults of delayd are those the Interfaces table of
-// docs/ARCHITECTURE.md documents: the test reads the table, so a default
-// changed in code or in the docs alone fails it.
+// docs/ARCHITECTURE.md and README's delayd flags table document: the test
+// reads the tables, so a default changed in code or in the docs alone
+// fails it.
 func TestDefaultsMatchInterfaces(t *testing.T) {
+	t.Run("ARCHITECTURE", func(t *testing.T) {
+		// The table's first rows, so that a table the parser no longer
+		// reads cannot pass by checking nothing.
+		checkDefaults(t, "../../docs/ARCHITECTURE.md", "## Interfaces",
+			"brokers", "redis", "hbase-zk", "table", "prefix", "roles", "tick", "http", "max-delay", "embedded", "partitions", "hbase-zk-root")
+	})
+	t.Run("README", func(t *testing.T) {
+		checkDefaults(t, "../../README.md", "### delayd flags",
+			"brokers", "prefix", "tick", "salts", "segment", "shards", "zset-fill", "scan-coalesce", "ingest-batch", "retention", "console", "log-level")
+	})
+}
+
+// checkDefaults compares the defaults of the flag table under heading in
+// path with delayd's, and fails unless the flags must were among them.
+func checkDefaults(t *testing.T, path, heading string, must ...string) {
 	cfg := daemon.DefaultConfig()
 	fs, _ := newFlags(&cfg)
-	rows := interfacesTable(t, "../../docs/ARCHITECTURE.md")
+	rows := flagTable(t, path, heading)
 	checked := map[string]bool{}
 	for _, r := range rows {
 		for _, name := range r.flags {
@@ -33,15 +49,13 @@ func TestDefaultsMatchInterfaces(t *testing.T) {
 			}
 			checked[name] = true
 			if !sameDefault(f, want) {
-				t.Errorf("--%s defaults to %q; docs/ARCHITECTURE.md Interfaces says %q", name, f.DefValue, r.def)
+				t.Errorf("--%s defaults to %q; %s %q says %q", name, f.DefValue, path, heading, r.def)
 			}
 		}
 	}
-	// The table's first rows, so that a table the parser no longer reads
-	// cannot pass by checking nothing.
-	for _, name := range []string{"brokers", "redis", "hbase-zk", "table", "prefix", "roles", "tick", "http", "max-delay", "embedded", "partitions", "hbase-zk-root"} {
+	for _, name := range must {
 		if !checked[name] {
-			t.Errorf("--%s: no default checked (is its row still in the Interfaces table?)", name)
+			t.Errorf("--%s: no default checked (is its row still in %s %q?)", name, path, heading)
 		}
 	}
 }
@@ -53,8 +67,9 @@ type flagRow struct {
 
 var flagCell = regexp.MustCompile("`--([a-z0-9-]+)`")
 
-// interfacesTable returns the rows of the flag table under "## Interfaces".
-func interfacesTable(t *testing.T, path string) []flagRow {
+// flagTable returns the rows of the flag table in the section that
+// starts with the heading line.
+func flagTable(t *testing.T, path, heading string) []flagRow {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -67,8 +82,8 @@ func interfacesTable(t *testing.T, path string) []flagRow {
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case strings.HasPrefix(line, "## "):
-			in = line == "## Interfaces"
+		case strings.HasPrefix(line, "#"):
+			in = line == heading
 		case in && strings.HasPrefix(line, "| `--"):
 			cells := strings.Split(strings.Trim(line, "|"), " | ")
 			if len(cells) < 2 {
@@ -89,12 +104,14 @@ func interfacesTable(t *testing.T, path string) []flagRow {
 }
 
 // documented returns the default a table cell states: the first `value`
-// it starts with, "" for off and none; ok is false for a cell that says
-// no value ("—") or describes one in words.
+// it starts with, "" for off and none, "true" for on; ok is false for a
+// cell that says no value ("—") or describes one in words.
 func documented(cell string) (string, bool) {
 	switch {
 	case cell == "off" || cell == "none":
 		return "", true
+	case cell == "on":
+		return "true", true
 	case strings.HasPrefix(cell, "`"):
 		v, _, _ := strings.Cut(cell[1:], "`")
 		return v, true
