@@ -42,12 +42,10 @@ import (
 // kafka-go writes one batch at a time per partition: the next waits for
 // the acknowledgment of the one before. So BatchSize caps what a partition
 // takes per produce round trip, and on a busy broker that cap is the
-// scanner's throughput: at 100 a 1M burst drain spent 52 % of its workers'
-// time in writes (delivered in 8.9–9.5 s); at 1000, 18 % (7.7–7.9 s). The
-// price is garbage: kafka-go allocates room for BatchSize messages (about
-// 150 B each) with every partition batch it opens, and a steady load opens
-// many small ones (10k tasks/s: delayd CPU per 1,000 tasks 0.053 s at 100,
-// 0.055 and 0.057 s at 1000).
+// scanner's throughput. The price is garbage: kafka-go allocates room for
+// BatchSize messages with every partition batch it opens, and a steady
+// load opens many small ones. Both measured at 100 and 1000:
+// docs/performance.md, "the writer's batch size and merged Gets".
 const writerBatch = 1000
 
 // Store is the payload store the roles share: the HBase store in production,

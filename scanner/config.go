@@ -44,8 +44,8 @@ const (
 	// dense segment hold at most ~128 entries each (shard families), so a
 	// step is up to ~16k entries; the store reads the rows of a step that
 	// share a salt with one scan, and the more of them it asks for, the
-	// closer they sit (1M due in one second: 11.0–12.0 s drains with 128
-	// against 12.1–15.9 s with 32).
+	// closer they sit (measured against 32: docs/performance.md, "scans
+	// instead of point Gets").
 	maxGroup = 128
 	// maxParked caps the deliveries a worker holds aside (see park.go);
 	// past it the worker only retries those until some settle.

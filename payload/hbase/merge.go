@@ -34,8 +34,8 @@ type getReq struct {
 // arrive together, each for a few thousand rows spread thinly over the
 // salts, and a filtered scan seeks from one wanted row to the next. Read
 // together they ask for more of the rows of the ranges they cover and
-// take fewer calls: a 1M burst drained in 7.8 and 7.9 s merged, 8.2 and
-// 8.5 s with every Get alone (HBase CPU of the run 5–9 % less).
+// take fewer calls (measured: docs/performance.md, "the writer's batch
+// size and merged Gets").
 //
 // Its goroutines, at most limit, each read until the queue is empty; close
 // cancels life, the parent of every read (a lifetime, not a caller's ctx,

@@ -99,9 +99,9 @@ type Config struct {
 	LegacyCells bool
 	// PutBatch is the most rows one SendBatch call carries, for puts and gets
 	// (default DefaultPutBatch, 2000). HBase pays per region action of a
-	// call (row locks, a WAL append, MVCC): a 200k burst stored in calls of
-	// 2000 cost HBase about a quarter less CPU than in calls of 500 (4000:
-	// no less again).
+	// call (row locks, a WAL append, MVCC), so fewer, larger calls cost it
+	// less CPU, up to about this size (measured: docs/performance.md,
+	// "Submit: batch sizes").
 	PutBatch int
 	// ScanRows is how many rows of one salt a Get must ask for to read
 	// them with one filtered scan instead of point Gets (default
