@@ -213,14 +213,12 @@ func (g *globals) validate() error {
 	if g.prefix == "" {
 		errs = append(errs, "--prefix: empty")
 	}
-	if g.salts < 1 || g.salts > 256 {
-		errs = append(errs, fmt.Sprintf("--salts: %d is outside 1..256", g.salts))
+	// The layout rules are the stores' own, as in delayd.
+	if err := (hbase.Config{Salts: g.salts}).Validate(); err != nil {
+		errs = append(errs, "--salts: "+oneLine(err.Error()))
 	}
-	if g.segment < time.Second || g.segment > 24*time.Hour || g.segment%time.Second != 0 {
-		errs = append(errs, fmt.Sprintf("--segment: %v must be whole seconds from 1s to 24h", g.segment))
-	}
-	if g.shards < 1 || g.shards > 1<<16 {
-		errs = append(errs, fmt.Sprintf("--shards: %d is outside 1..65536", g.shards))
+	if err := (&zset.Config{Segment: g.segment, Shards: g.shards}).Validate(); err != nil {
+		errs = append(errs, "--segment, --shards: "+oneLine(err.Error()))
 	}
 	if g.timeout <= 0 {
 		errs = append(errs, fmt.Sprintf("--timeout: %v must be positive", g.timeout))
