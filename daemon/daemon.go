@@ -278,13 +278,8 @@ func (d *Daemon) handler() http.Handler {
 	if d.console != nil {
 		d.console.Register(mux)
 	}
-	if d.cfg.Pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		// No /debug/pprof/cmdline: it would show every flag, secrets given
-		// as flags included (pprof.Index answers it 404).
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if h := d.pprof(); h != nil {
+		mux.Handle("/debug/pprof/", h)
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -302,6 +297,31 @@ func (d *Daemon) handler() http.Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	return mux
+}
+
+// pprof is the /debug/pprof/ handler, nil when off. Beyond loopback it
+// needs the console token (profiles and goroutine dumps show what delayd
+// is doing and with which tasks); without one it is off, with a WARN.
+func (d *Daemon) pprof() http.Handler {
+	if !d.cfg.Pprof {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	// No /debug/pprof/cmdline: it would show every flag, secrets given
+	// as flags included (pprof.Index answers it 404).
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if httpserve.Loopback(d.cfg.HTTP) {
+		return mux
+	}
+	if d.cfg.ConsoleToken == "" {
+		d.log.Warn("pprof off: --http is not a loopback address and no console token is set",
+			"http", d.cfg.HTTP, "enable", "set DELAYQ_CONSOLE_TOKEN; /debug/pprof/ then needs it as a bearer token")
+		return nil
+	}
+	return httpserve.RequireBearer(mux, d.cfg.ConsoleToken, "delayq pprof")
 }
 
 // probes are the health checks of the backends the roles use: a real call

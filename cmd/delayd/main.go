@@ -75,7 +75,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.IngestBatch, "ingest-batch", ingest.DefaultBatchSize, "most input messages of one partition stored and committed together")
 	fs.Float64Var(&cfg.SlowRate, "slow-rate", ingest.DefaultSlowRate, "delay-input-slow messages per second")
 	fs.DurationVar(&cfg.Retention, "retention", hbase.DefaultRetention, "how long a stored task outlives its due time")
-	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ on the --http address")
+	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ on the --http address (off loopback: needs DELAYQ_CONSOLE_TOKEN)")
 	fs.BoolVar(&cfg.HBaseLegacyCells, "hbase-legacy-cells", false, "write task rows in the multi-cell layout delayd read before one-cell rows: set it on every instance during a rolling upgrade from such a delayd, then restart without it")
 	fs.BoolVar(&cfg.Console, "console", true, "serve the web console under /ui/ on the --http address")
 	fs.BoolVar(&cfg.ConsoleWrite, "console-write", false, "enable the console's actions (cancel, replay); they need the token in DELAYQ_CONSOLE_TOKEN, which every console read then needs too (and which an --http address other than loopback needs for any console)")
