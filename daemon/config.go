@@ -11,11 +11,12 @@ import (
 	"github.com/delayq/delayq/ingest"
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/redisconn"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/scanner"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -136,7 +137,7 @@ var KnownRoles = append(slices.Clone(AllRoles), RoleAPI)
 
 func (c *Config) setDefaults() {
 	if len(c.Brokers) == 0 {
-		c.Brokers = []string{topics.DefaultBroker}
+		c.Brokers = []string{admin.DefaultBroker}
 	}
 	def := func(s *string, v string) {
 		if *s == "" {
@@ -173,7 +174,7 @@ func (c *Config) setDefaults() {
 		c.ZsetFill = zset.DefaultFill
 	}
 	if c.Partitions == 0 {
-		c.Partitions = topics.DefaultPartitions
+		c.Partitions = admin.DefaultPartitions
 	}
 	if c.ScanWorkers == 0 {
 		c.ScanWorkers = scanner.DefaultWorkers

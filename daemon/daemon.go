@@ -28,12 +28,13 @@ import (
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/internal/version"
 	"github.com/delayq/delayq/internal/watermark"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/scanner"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -147,11 +148,11 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	// Setup waits for its dependencies as long as it takes, like the roles.
 	setup := retry.Policy{CallTimeout: 30 * time.Second}
 	if err := startup.Do(ctx, "create topics", setup, d.noteStart("create topics", func(ctx context.Context) error {
-		specs := topics.Defaults(cfg.Partitions)
+		specs := admin.Defaults(cfg.Partitions)
 		for i := range specs {
 			specs[i].ReplicationFactor = cfg.ReplicationFactor
 		}
-		return topics.Ensure(ctx, cfg.Brokers, d.auth, specs)
+		return admin.Ensure(ctx, cfg.Brokers, d.auth, specs)
 	})); err != nil {
 		return err
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/scantask"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 

@@ -24,7 +24,7 @@ import (
 	"github.com/delayq/delayq/ingest"
 	"github.com/delayq/delayq/internal/connflags"
 	"github.com/delayq/delayq/internal/version"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/scanner"
@@ -41,7 +41,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("delayd", flag.ContinueOnError)
 	cfg := daemon.Config{
-		Brokers: envflag.List{topics.DefaultBroker},
+		Brokers: envflag.List{admin.DefaultBroker},
 		Roles:   slices.Clone(daemon.AllRoles),
 	}
 	brokers, roles, allow := (*envflag.List)(&cfg.Brokers), (*envflag.List)(&cfg.Roles), (*envflag.List)(&cfg.AllowTopics)
@@ -68,7 +68,7 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.Segment, "segment", zset.DefaultSegment, "Redis segment length")
 	fs.IntVar(&cfg.Shards, "shards", zset.DefaultShards, "Redis zsets per segment (shard family 0)")
 	fs.IntVar(&cfg.ZsetFill, "zset-fill", zset.DefaultFill, "tasks a zset takes before its shard's further tasks go to the next shard family; keep under Redis's zset-max-listpack-entries")
-	fs.IntVar(&cfg.Partitions, "partitions", topics.DefaultPartitions, "partitions of the topics delayd creates")
+	fs.IntVar(&cfg.Partitions, "partitions", admin.DefaultPartitions, "partitions of the topics delayd creates")
 	fs.IntVar(&cfg.ReplicationFactor, "replication-factor", 0, "replication factor of the topics delayd creates (0: the brokers' default.replication.factor)")
 	fs.IntVar(&cfg.ScanWorkers, "scan-workers", scanner.DefaultWorkers, "scanner goroutines per delay-scan partition")
 	fs.DurationVar(&cfg.ScanCoalesce, "scan-coalesce", scanner.DefaultCoalesce, "round scanner wake-ups up to multiples of this: fewer, larger steps, more lateness (negative: none)")

@@ -17,7 +17,7 @@ import (
 
 	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/e2e/e2etest"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // The private stack's ports: none of them is one of the shared stack's.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/internal/tlsfiles/tlsfilestest"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // TestPipeline: the outside-client scenario of the pipeline tests (2,000
@@ -121,8 +121,8 @@ func TestMissingACLWaits(t *testing.T) {
 	out, failed := e.Collect(denied), e.Collect(topics.Failed) // it exists
 	grant := func(op kafka.ACLOperationType) {
 		t.Helper()
-		admin := &kafka.Client{Addr: kafka.TCP(addr(internalPort)), Timeout: 10 * time.Second}
-		res, err := admin.CreateACLs(t.Context(), &kafka.CreateACLsRequest{ACLs: []kafka.ACLEntry{{
+		super := &kafka.Client{Addr: kafka.TCP(addr(internalPort)), Timeout: 10 * time.Second}
+		res, err := super.CreateACLs(t.Context(), &kafka.CreateACLsRequest{ACLs: []kafka.ACLEntry{{
 			ResourceType: kafka.ResourceTypeTopic, ResourceName: denied, ResourcePatternType: kafka.PatternTypeLiteral,
 			Principal: "User:delayq", Host: "*", Operation: op, PermissionType: kafka.ACLPermissionTypeAllow}}})
 		if err == nil {

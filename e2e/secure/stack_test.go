@@ -22,7 +22,7 @@ import (
 	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // The private stack's ports: none is the shared stack's, e2e/fault's or
