@@ -12,8 +12,8 @@ import (
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload/hbase"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 

@@ -28,12 +28,13 @@ import (
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/internal/version"
 	"github.com/delayq/delayq/internal/watermark"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/scanner"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -145,11 +146,11 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	// Setup waits for its dependencies as long as it takes, like the roles.
 	setup := retry.Policy{CallTimeout: 30 * time.Second}
 	if err := startup.Do(ctx, "create topics", setup, d.noteStart("create topics", func(ctx context.Context) error {
-		specs := topics.Defaults(cfg.Partitions)
+		specs := admin.Defaults(cfg.Partitions)
 		for i := range specs {
 			specs[i].ReplicationFactor = cfg.ReplicationFactor
 		}
-		return topics.Ensure(ctx, cfg.Brokers, d.auth, specs)
+		return admin.Ensure(ctx, cfg.Brokers, d.auth, specs)
 	})); err != nil {
 		return err
 	}
@@ -283,13 +284,8 @@ func (d *Daemon) handler() http.Handler {
 	if d.console != nil {
 		d.console.Register(mux)
 	}
-	if d.cfg.Pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		// No /debug/pprof/cmdline: it would show every flag, secrets given
-		// as flags included (pprof.Index answers it 404).
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if h := d.pprof(); h != nil {
+		mux.Handle("/debug/pprof/", h)
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -307,6 +303,31 @@ func (d *Daemon) handler() http.Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	return mux
+}
+
+// pprof is the /debug/pprof/ handler, nil when off. Beyond loopback it
+// needs the console token (profiles and goroutine dumps show what delayd
+// is doing and with which tasks); without one it is off, with a WARN.
+func (d *Daemon) pprof() http.Handler {
+	if !d.cfg.Pprof {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	// No /debug/pprof/cmdline: it would show every flag, secrets given
+	// as flags included (pprof.Index answers it 404).
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if httpserve.Loopback(d.cfg.HTTP) {
+		return mux
+	}
+	if d.cfg.ConsoleToken == "" {
+		d.log.Warn("pprof off: --http is not a loopback address and no console token is set",
+			"http", d.cfg.HTTP, "enable", "set DELAYQ_CONSOLE_TOKEN; /debug/pprof/ then needs it as a bearer token")
+		return nil
+	}
+	return httpserve.RequireBearer(mux, d.cfg.ConsoleToken, "delayq pprof")
 }
 
 // probes are the health checks of the backends the roles use: a real call

@@ -6,7 +6,7 @@ import (
 
 	"github.com/delayq/delayq/api"
 	"github.com/delayq/delayq/ingest"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/scanner"
@@ -22,7 +22,7 @@ import (
 // TestDefaultsMatchInterfaces reads that table).
 func DefaultConfig() Config {
 	return Config{
-		Brokers:      []string{topics.DefaultBroker},
+		Brokers:      []string{admin.DefaultBroker},
 		Redis:        zset.DefaultAddr,
 		HBaseZK:      hbase.DefaultZK,
 		HBaseZKRoot:  hbase.DefaultZKRoot,
@@ -36,7 +36,7 @@ func DefaultConfig() Config {
 		Segment:      zset.DefaultSegment,
 		Shards:       zset.DefaultShards,
 		ZsetFill:     zset.DefaultFill,
-		Partitions:   topics.DefaultPartitions,
+		Partitions:   admin.DefaultPartitions,
 		ScanWorkers:  scanner.DefaultWorkers,
 		ScanCoalesce: scanner.DefaultCoalesce,
 		IngestBatch:  ingest.DefaultBatchSize,

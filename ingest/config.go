@@ -11,8 +11,8 @@ import (
 	"github.com/delayq/delayq/internal/watermark"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // Defaults of Config.

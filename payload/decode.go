@@ -9,7 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // ErrContract is wrapped by every Decode error: the input message breaks the

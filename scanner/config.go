@@ -11,8 +11,8 @@ import (
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // Defaults of Config.
@@ -113,7 +113,7 @@ type Config struct {
 	// stale, or an outage would look like an unknown topic. Default:
 	// producer.New on Brokers with a batch size of 1, whose "unknown
 	// topic" answers are confirmed by a metadata request of their own
-	// (topics.Missing), built by Run and closed when Run returns.
+	// (admin.Missing), built by Run and closed when Run returns.
 	SingleWriter Writer
 	// MaxDelay bounds the gap between two occurrences of a recurring task
 	// (delayd's --max-delay): a next occurrence further than that after

@@ -116,7 +116,7 @@ func newFlags(cfg *daemon.Config) (*flag.FlagSet, cmdFlags) {
 	fs.IntVar(&cfg.IngestBatch, "ingest-batch", cfg.IngestBatch, "most input messages of one partition stored and committed together")
 	fs.Float64Var(&cfg.SlowRate, "slow-rate", cfg.SlowRate, "delay-input-slow messages per second")
 	fs.DurationVar(&cfg.Retention, "retention", cfg.Retention, "how long a stored task outlives its due time")
-	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/ on the --http address")
+	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/ on the --http address (off loopback: needs DELAYQ_CONSOLE_TOKEN)")
 	fs.BoolVar(&cfg.HBaseLegacyCells, "hbase-legacy-cells", cfg.HBaseLegacyCells, "write task rows in the multi-cell layout delayd read before one-cell rows: set it on every instance during a rolling upgrade from such a delayd, then restart without it")
 	fs.BoolVar(&cfg.Console, "console", cfg.Console, "serve the web console under /ui/ on the --http address")
 	fs.BoolVar(&cfg.ConsoleWrite, "console-write", cfg.ConsoleWrite, "enable the console's actions (cancel, replay); they need the token in DELAYQ_CONSOLE_TOKEN, which every console read then needs too (and which an --http address other than loopback needs for any console)")

@@ -16,8 +16,8 @@ import (
 	"github.com/delayq/delayq/cmd/internal/envflag"
 	"github.com/delayq/delayq/internal/connflags"
 	"github.com/delayq/delayq/internal/version"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
 )
@@ -153,7 +153,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 
 	pf := root.PersistentFlags()
-	pf.StringSliceVar(&g.brokers, "brokers", []string{topics.DefaultBroker}, "Kafka bootstrap addresses, comma-separated")
+	pf.StringSliceVar(&g.brokers, "brokers", []string{admin.DefaultBroker}, "Kafka bootstrap addresses, comma-separated")
 	pf.StringVar(&g.redis, "redis", zset.DefaultAddr, "Redis address; several comma-separated = Redis Cluster seeds, or the sentinels with --redis-master")
 	g.rc.register(pf)
 	secure := flag.NewFlagSet("", flag.ContinueOnError)
