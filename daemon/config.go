@@ -36,7 +36,7 @@ type Config struct {
 	Table    string        // HBase table; default delayq_tasks
 	Prefix   string        // Redis key prefix; default delayq
 	Roles    []string      // default ingest, dispatcher, scanner
-	Tick     time.Duration // dispatch tick; default 1m, at least 1s
+	Tick     time.Duration // dispatch tick; default 1m, whole seconds, at least 1s (dispatcher.Config)
 	HTTP     string        // metrics and health address; default 127.0.0.1:9464
 	MaxDelay time.Duration // longest accepted delay; default 720h
 
