@@ -23,7 +23,7 @@ const (
 
 // startRedis runs a redis-server of its own on port (Debian's, which
 // deploy/local/stack installs) until the test ends, and returns a client.
-func startRedis(t *testing.T, port int, args ...string) *redis.Client {
+func startRedis(t testing.TB, port int, args ...string) *redis.Client {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -44,7 +44,7 @@ func startRedis(t *testing.T, port int, args ...string) *redis.Client {
 	return c
 }
 
-func waitFor(t *testing.T, ok func() bool) {
+func waitFor(t testing.TB, ok func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
