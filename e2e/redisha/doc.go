@@ -16,9 +16,10 @@
 // about 3 % cancelled, 13 malformed messages); 10 s in, the master is
 // killed -9:
 //
-//   - TestSentinelFailover: the Sentinel master; the sentinels promote the
-//     replica, and the old master is started again, as a replica of the
-//     new one (until then WAIT finds no replica and ingest stalls);
+//   - TestSentinelFailover: the Sentinel master; once the sentinels name
+//     the promoted replica, the old master is started again, as a replica
+//     of the new one (until it is in sync, WAIT finds no replica and
+//     ingest stalls);
 //   - TestClusterFailover: the cluster master on 21402; its replica takes
 //     its slots, and the old master comes back as a replica.
 //
@@ -28,7 +29,8 @@
 // failed: a scanner's removal of delivered entries that the dead master
 // had not replicated yet comes back with the replica. Each writes one
 // summary line (go test -v ./e2e/redisha) with the failover time (kill to
-// promotion seen) and the longest ingest stall.
+// promotion seen), when the old master was in sync as a replica, the
+// longest gap between deliveries and the recovery of lateness.
 //
 // The package takes about 3 minutes. With -short (outside CI) it is
 // skipped; under CI=true a stack that does not start fails it.

@@ -28,10 +28,12 @@ func TestSentinelFailover(t *testing.T) {
 	p.At(faultAt)
 	killed := time.Now()
 	stackCmd(t, "stop", "--kill", "redis")
-	promoted := waitFor(t, "replica promoted by the sentinels", 30*time.Second, func() bool { return isMaster(replicaPort) })
+	promoted := waitFor(t, "replica promoted by the sentinels", 30*time.Second, func() bool {
+		return isMaster(replicaPort) && sentinelsName(replicaPort)
+	})
 	stackCmd(t, "start", "redis")
-	back := waitFor(t, "old master a replica again", 30*time.Second, func() bool { return !isMaster(masterPort) })
-	judge(t, p, killed, back, fmt.Sprintf("master killed -9, replica promoted after %v, old master back as its replica %v after the kill",
+	back := waitFor(t, "old master in sync as a replica", time.Minute, func() bool { return linkUp(masterPort) })
+	judge(t, p, killed, back, fmt.Sprintf("master killed -9, replica promoted after %v, old master in sync as its replica %v after the kill",
 		e2etest.Ms(promoted.Sub(killed)), e2etest.Ms(back.Sub(killed))))
 }
 
@@ -52,8 +54,8 @@ func TestClusterFailover(t *testing.T) {
 	stackCmd(t, "stop", "--kill", fmt.Sprintf("redis-%d", victim))
 	promoted := waitFor(t, "replica promoted", time.Minute, func() bool { return isMaster(replica) })
 	stackCmd(t, "start", fmt.Sprintf("redis-%d", victim))
-	back := time.Now()
-	judge(t, p, killed, back, fmt.Sprintf("master redis-%d killed -9, replica redis-%d promoted after %v, old master back as its replica %v after the kill",
+	back := waitFor(t, "old master in sync as a replica", time.Minute, func() bool { return linkUp(victim) })
+	judge(t, p, killed, back, fmt.Sprintf("master redis-%d killed -9, replica redis-%d promoted after %v, old master in sync as its replica %v after the kill",
 		victim, replica, e2etest.Ms(promoted.Sub(killed)), e2etest.Ms(back.Sub(killed))))
 }
 

@@ -99,6 +99,17 @@ func stackCmd(t *testing.T, args ...string) {
 	}
 }
 
+// linkUp reports whether the Redis on port is a replica in sync with its
+// master (master_link_status:up): WAIT counts it from then on.
+func linkUp(port int) bool {
+	c := redis.NewClient(&redis.Options{Addr: addr(port), MaxRetries: -1, DialTimeout: time.Second})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "replication").Result()
+	return err == nil && strings.Contains(info, "master_link_status:up")
+}
+
 // isMaster reports whether the Redis on port answers as a master (with
 // slots, for a cluster node).
 func isMaster(port int) bool {
@@ -122,4 +133,20 @@ func waitFor(t *testing.T, what string, limit time.Duration, ok func() bool) tim
 		time.Sleep(100 * time.Millisecond)
 	}
 	return time.Now()
+}
+
+// sentinelsName reports whether every sentinel names the Redis on port
+// the master.
+func sentinelsName(port int) bool {
+	for _, s := range sentinelPorts {
+		c := redis.NewSentinelClient(&redis.Options{Addr: addr(s), MaxRetries: -1, DialTimeout: time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		a, err := c.GetMasterAddrByName(ctx, masterName).Result()
+		cancel()
+		c.Close()
+		if err != nil || len(a) != 2 || a[1] != strconv.Itoa(port) {
+			return false
+		}
+	}
+	return true
 }
