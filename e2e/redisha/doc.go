@@ -32,6 +32,6 @@
 // promotion seen), when the old master was in sync as a replica, the
 // longest gap between deliveries and the recovery of lateness.
 //
-// The package takes about 3 minutes. With -short (outside CI) it is
+// The package takes about 2.5 minutes. With -short (outside CI) it is
 // skipped; under CI=true a stack that does not start fails it.
 package redisha
