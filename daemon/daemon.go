@@ -210,6 +210,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
 			Decode: decode,
 			Marks:  ix, Retention: cfg.Retention, Logger: d.opts.Logger, Registerer: d.reg,
+			Replicas: replicas(rdb, cfg),
 		}, store, ix, w)
 		if err != nil {
 			return err
@@ -350,4 +351,13 @@ func (d *Daemon) probes(rdb redis.UniversalClient, store Store) []probe {
 		_, err := store.Get(ctx, []payload.Ref{{ID: 0, ExecAt: 0}})
 		return err
 	}})
+}
+
+// replicas is what ingest waits for with --redis-min-replicas: nil (no
+// wait) at 0.
+func replicas(rdb redis.UniversalClient, cfg Config) ingest.Replicas {
+	if cfg.RedisMinReplicas == 0 {
+		return nil
+	}
+	return redisconn.NewReplicas(rdb, cfg.Prefix, cfg.RedisMinReplicas, 0)
 }

@@ -651,11 +651,11 @@ func TestConfig(t *testing.T) {
 		}
 		mfs, err := reg.Gather()
 		// accepted, cancels, reschedules, failed, batch seconds, commit
-		// errors, and the stage's stalled and stall seconds;
-		// delayq_ingest_lag and delayq_stage_retries_total have no series
-		// before a batch.
-		if err != nil || len(mfs) != 8 {
-			t.Errorf("gathered %d metric families, %v; want 8", len(mfs), err)
+		// errors, master changes, and the stage's stalled and stall
+		// seconds; delayq_ingest_lag and delayq_stage_retries_total have no
+		// series before a batch.
+		if err != nil || len(mfs) != 9 {
+			t.Errorf("gathered %d metric families, %v; want 9", len(mfs), err)
 		}
 		// The scanner registers delayq_tasks_failed_total too; whoever comes
 		// second shares it, so its help text must match.
