@@ -1,6 +1,7 @@
 // Package consumer holds the consumer-group side of delayq's Kafka
 // plumbing: the group preset for stages on the Generation API (NewGroup),
-// the reader preset (NewReader), the group timing every group shares
+// the partition reader preset (Partition), the group reader preset
+// (NewReader), the group timing every group shares
 // (HeartbeatInterval, SessionTimeout, JoinBackoff, PartitionWatchInterval,
 // MaxDrain), and Window, the sliding-window offset committer.
 //
@@ -15,6 +16,13 @@
 // watches the partition count of its topics and rebalances when it grows.
 //
 // # Readers
+//
+// Every partition reader of delayq is built from Partition, with the same
+// fetch settings (MinBytes 1, MaxBytes DefaultMaxBytes, MaxWait
+// DefaultMaxWait) unless its caller says why not: NewCommittedReader reads
+// read-committed (ingest's lanes, on the input topics that producers may
+// write in transactions), NewPartitionReader reads with kafka-go's Reader
+// (the scanner's partitions of delay-scan, the failed-topic replay).
 //
 // NewReader builds a consumer-group reader with fetch settings that suit
 // delayq (MinBytes 1, MaxWait 500 ms). Use FetchMessage and commit
