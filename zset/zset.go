@@ -155,19 +155,9 @@ func (e Entry) check() string {
 }
 
 // Index is the segmented Redis index: the client, the key layout and the
-// metrics, which it shares with the role types it hands out. Each part of
-// delayq takes only the role it uses:
-//
-//   - Writer (Add): ingest, and the scanner for recurring tasks.
-//   - Reader (DueGroups, DueMany, RemoveMany, ...): the dispatcher lists
-//     what is due, the scanner reads it and removes what it settled.
-//   - Maintenance (Retire, Backlog, Pending): the dispatcher retires
-//     segments and counts the backlog; the console and delayctl inspect.
-//   - OpFlags (FlagOps, Flagged): ingest's flags of ids that had an op.
-//   - Watermarks (SetMarks, Marks): ingest writes them, the scanner reads.
-//
-// Every role also answers Key and Registry (the layout). All are safe for
-// concurrent use.
+// metrics, which it shares with the role types it hands out (Writer,
+// Reader, Maintenance, OpFlags, Watermarks; see the package doc, "Roles").
+// It and its roles are safe for concurrent use.
 type Index struct {
 	*core
 	writer *Writer
