@@ -7,9 +7,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/committed"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 )
 
 // Defaults of Partition.
@@ -24,7 +24,7 @@ const (
 // soon as one byte is there (MinBytes 1). The zero value means the
 // defaults, except that Topic is required.
 type Partition struct {
-	Brokers []string        // default topics.DefaultBroker
+	Brokers []string        // default admin.DefaultBroker
 	Auth    *kafkaauth.Auth // TLS and SASL; nil: plaintext
 	Topic   string
 	// Partition is the partition read.
@@ -57,7 +57,7 @@ func (p Partition) withDefaults() (Partition, error) {
 		return p, err
 	}
 	if len(p.Brokers) == 0 {
-		p.Brokers = []string{topics.DefaultBroker}
+		p.Brokers = []string{admin.DefaultBroker}
 	}
 	if p.MaxBytes == 0 {
 		p.MaxBytes = DefaultMaxBytes
