@@ -347,7 +347,7 @@ func TestHandleEpochDueTimeFailsAlone(t *testing.T) {
 	}
 	store := payload.NewMemory()
 	w := &fakeWriter{}
-	in, err := New(Config{Brokers: []string{"b"}}, store, ix, w)
+	in, err := New(Config{Brokers: []string{"b"}}, store, roles(ix), w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,13 +387,13 @@ func TestHandleEpochDueTimeFailsAlone(t *testing.T) {
 			t.Errorf("task %+v not stored", refs[i])
 		}
 	}
-	keys, err := ix.DueKeys(t.Context(), now.Add(time.Hour).UnixMilli())
+	keys, err := ix.Reader().DueKeys(t.Context(), now.Add(time.Hour).UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}
 	indexed := 0
 	for _, k := range keys {
-		entries, err := ix.Due(t.Context(), k, now.Add(time.Hour).UnixMilli(), 100)
+		entries, err := ix.Reader().Due(t.Context(), k, now.Add(time.Hour).UnixMilli(), 100)
 		if err != nil {
 			t.Fatal(err)
 		}

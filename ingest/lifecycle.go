@@ -28,7 +28,7 @@ const defaultRetention = 7 * 24 * time.Hour
 // opFlagTTL is how long an op flag is kept: the longest delay plus the
 // retention of the id row cells it guards. The sum saturates: with a
 // maximum delay near the largest Duration it would wrap to a negative TTL,
-// which Redis takes as none (zset.FlagOps caps what it is given).
+// which Redis takes as none (zset.OpFlags.FlagOps caps what it is given).
 func opFlagTTL(maxDelay, retention time.Duration) time.Duration {
 	ttl := cmp.Or(maxDelay, payload.DefaultMaxDelay) + cmp.Or(retention, defaultRetention)
 	if ttl < 0 {

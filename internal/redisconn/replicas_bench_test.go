@@ -54,7 +54,7 @@ func BenchmarkReplicasWait(b *testing.B) {
 					}
 				}
 				waited += time.Since(t0)
-				if err := ix.Add(ctx, time.Now(), es); err != nil {
+				if err := ix.Writer().Add(ctx, time.Now(), es); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
