@@ -2,7 +2,6 @@ package redisha
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -50,14 +49,10 @@ var private = &e2etest.PrivateStack{
 }
 
 func TestMain(m *testing.M) {
-	code := e2etest.Main(m)
-	if err := private.Teardown(); err != nil {
-		fmt.Fprintln(os.Stderr, "redisha: removing the private stack:", err)
-	}
-	os.Exit(code)
+	os.Exit(e2etest.MainPrivate(m, private))
 }
 
-func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+var addr = e2etest.Addr
 
 // ports joins the addresses of ps with sep, or the bare ports with " ".
 func ports(ps []int, sep string) string {
@@ -78,16 +73,8 @@ func ports(ps []int, sep string) string {
 // goes with the stack, and each test passes its --redis flags.
 func stack(t *testing.T) *e2etest.Env {
 	t.Helper()
-	if testing.Short() && !stacktest.CI() {
-		t.Skip("-short: the Redis failover tests start a Kafka and Redis servers of their own")
-	}
 	zk := stacktest.HBase(t)
-	if err := private.Start(); err != nil {
-		if stacktest.CI() {
-			t.Fatalf("private stack did not start (CI=true, integration tests never skip): %v", err)
-		}
-		t.Skipf("private stack did not start: %v", err)
-	}
+	private.Require(t, "the Redis failover tests start a Kafka and Redis servers of their own")
 	return e2etest.NewEnv(t, e2etest.Stack{Brokers: []string{addr(kafkaPort)}, ZK: zk}, "ha")
 }
 
