@@ -62,6 +62,12 @@ type Ref struct {
 // Ref returns the task's locator.
 func (t Task) Ref() Ref { return Ref{ID: t.ID, ExecAt: t.ExecAt} }
 
+// Before reports whether r sorts before o in (ExecAt, ID) order, the order
+// of rows in a salt and of Scan.
+func (r Ref) Before(o Ref) bool {
+	return r.ExecAt < o.ExecAt || r.ExecAt == o.ExecAt && r.ID < o.ID
+}
+
 // Store keeps task payloads until they are due. Memory and HBase implement
 // it; consumers usually declare the subset they need.
 type Store interface {
