@@ -2,13 +2,11 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/find"
@@ -23,23 +21,9 @@ type Lister interface {
 
 // listAnswer is the body of GET /v1/tasks.
 type listAnswer struct {
-	Tasks    []listedTask `json:"tasks"`
-	Next     string       `json:"next,omitempty"`
-	Examined int          `json:"examined"`
-}
-
-// listedTask is one task of a listing: what it is and where it goes, not
-// its value (GET a page of 1,000 must not carry 1,000 payloads).
-type listedTask struct {
-	ID         string            `json:"id"`
-	State      string            `json:"state"`
-	Topic      string            `json:"topic,omitempty"`
-	At         string            `json:"at"`
-	AtMs       int64             `json:"at_ms"`
-	Key        *string           `json:"key,omitempty"`
-	KeyBase64  *string           `json:"key_base64,omitempty"`
-	Headers    map[string]string `json:"headers,omitempty"`
-	ValueBytes int               `json:"value_bytes"`
+	Tasks    []find.Item `json:"tasks"`
+	Next     string      `json:"next,omitempty"`
+	Examined int         `json:"examined"`
 }
 
 func (s *Server) list(_ http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -60,9 +44,9 @@ func (s *Server) list(_ http.ResponseWriter, r *http.Request) (int, any, error) 
 	case err != nil:
 		return 0, nil, unavailable("the payload store did not answer: try again", err)
 	}
-	a := listAnswer{Tasks: make([]listedTask, len(p.Tasks)), Next: p.Next, Examined: p.Examined}
+	a := listAnswer{Tasks: make([]find.Item, len(p.Tasks)), Next: p.Next, Examined: p.Examined}
 	for i, t := range p.Tasks {
-		a.Tasks[i] = listed(t)
+		a.Tasks[i] = find.ItemOf(t)
 	}
 	return http.StatusOK, a, nil
 }
@@ -108,25 +92,4 @@ func queryTime(s string) (int64, error) {
 		return 0, errors.New(strconv.Quote(s) + " is not unix ms or RFC 3339 (2030-01-02T15:04:05Z)")
 	}
 	return t.UnixMilli(), nil
-}
-
-func listed(t find.Task) listedTask {
-	a := answer(t.Name, time.UnixMilli(t.ExecAt))
-	lt := listedTask{ID: t.Name, State: string(t.State), Topic: t.Topic, At: a.At, AtMs: t.ExecAt, ValueBytes: len(t.Value)}
-	switch {
-	case t.Key == nil:
-	case utf8.Valid(t.Key):
-		k := string(t.Key)
-		lt.Key = &k
-	default:
-		k := base64.StdEncoding.EncodeToString(t.Key)
-		lt.KeyBase64 = &k
-	}
-	if len(t.Headers) > 0 {
-		lt.Headers = make(map[string]string, len(t.Headers))
-		for _, h := range t.Headers {
-			lt.Headers[h.Key] = string(h.Value)
-		}
-	}
-	return lt
 }
