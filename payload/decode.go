@@ -194,6 +194,11 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 			return Task{}, err
 		}
 		t.ExecAt = ms
+		submitted := m.Time
+		if submitted.UnixMilli() <= 0 {
+			submitted = now
+		}
+		t.PastDue = !t.Cancel && ms < submitted.UnixMilli()
 	case after != nil:
 		d, err := parseAfter(after.Value)
 		if err != nil {

@@ -47,6 +47,7 @@ const (
 	colValue    = "v"
 	colHeader   = "h"
 	colCancel   = "c"
+	colPastDue  = "p" // present when the task was due before it was submitted (payload.Task.PastDue)
 )
 
 const (
@@ -303,6 +304,9 @@ func (h *Store) mutation(ctx context.Context, t *payload.Task, now int64) (*hrpc
 	default:
 		cols = map[string][]byte{colEnvelope: payload.EncodeEnvelope(t)}
 	}
+	if t.PastDue && !t.Cancel {
+		cols[colPastDue] = []byte{1}
+	}
 	size := payload.RowKeyLen
 	for _, v := range cols {
 		size += len(v)
@@ -503,6 +507,8 @@ func rowTask(ref payload.Ref, cells []*hrpc.Cell) (*payload.Task, error) {
 			t.Headers = hs
 		case colCancel:
 			t.Cancel, cancelName = true, string(v)
+		case colPastDue:
+			t.PastDue = true
 		}
 	}
 	if envelope != nil {

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) payload.Store) {
 		{"ScanRange", testScanRange},
 		{"ScanStops", testScanStops},
 		{"ScanFrom", testScanFrom},
+		{"PastDue", testPastDue},
 		{"PastAndFarTasks", testPastAndFarTasks},
 		{"LargeBatch", testLargeBatch},
 		{"DenseGet", testDenseGet},
@@ -462,6 +463,26 @@ func testScanFrom(t *testing.T, s payload.Store, w window) {
 	}
 	if want := 10 - 5%10; len(got) != want || len(got) > 0 && got[0].Ref() != all[5].Ref() {
 		t.Errorf("ScanFrom(row 5, its time + 1ms) returned %d rows, want %d starting at %v", len(got), want, all[5].Ref())
+	}
+}
+
+// testPastDue: a task's PastDue mark survives Get and Scan; a cancel of it
+// stays a cancel.
+func testPastDue(t *testing.T, s payload.Store, w window) {
+	past, plain := task(w, 1), task(w, 2)
+	past.PastDue = true
+	put(t, s, past, plain)
+	got := get(t, s, past.Ref(), plain.Ref())
+	if got[0] == nil || !got[0].PastDue || got[1] == nil || got[1].PastDue {
+		t.Fatalf("Get: PastDue of the marked and plain task = %v, %v; want true, false", got[0], got[1])
+	}
+	scanned := scan(t, s, past.ExecAt, past.ExecAt+1)
+	if len(scanned) != 1 || !scanned[0].PastDue {
+		t.Fatalf("Scan of the marked task = %v, want it with PastDue", scanned)
+	}
+	put(t, s, cancelOf(past))
+	if c := get1(t, s, past.Ref()); c == nil || !c.Cancel {
+		t.Errorf("cancel of a past-due task: %v, want cancelled", c)
 	}
 }
 
