@@ -175,5 +175,6 @@ func printListed(w io.Writer, t find.Item) {
 		hs = append(hs, k+"="+strconv.Quote(v))
 	}
 	slices.Sort(hs)
-	fmt.Fprintf(w, "%s  %-20s  %-10s  %s  key=%s  %dB  %s\n", payload.FormatTime(t.AtMs), t.State, topic, t.ID, key, t.ValueBytes, strings.Join(hs, " "))
+	line := fmt.Sprintf("%s  %-20s  %-10s  %s  key=%s  %dB  %s", payload.FormatTime(t.AtMs), t.State, topic, t.ID, key, t.ValueBytes, strings.Join(hs, " "))
+	fmt.Fprintln(w, strings.TrimRight(line, " "))
 }
