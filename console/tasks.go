@@ -24,13 +24,6 @@ type (
 	}
 )
 
-// TasksView is the Tasks page's data: a page of find.List.
-type TasksView struct {
-	Tasks    []find.Item `json:"tasks"`
-	Next     string      `json:"next,omitempty"`
-	Examined int         `json:"examined"`
-}
-
 // tasks lists stored tasks: ?topic=&key=&from=&to=&state=&limit=&cursor=
 // (from and to: RFC 3339 or unix ms), as GET /v1/tasks of the HTTP API.
 func (c *Console) tasks(r *http.Request) (any, error) {
@@ -42,26 +35,9 @@ func (c *Console) tasks(r *http.Request) (any, error) {
 	if !ok {
 		return nil, httpError{http.StatusNotImplemented, "this delayd has no payload store that lists tasks"}
 	}
-	v := r.URL.Query()
-	q := find.Query{Topic: v.Get("topic"), KeyPrefix: v.Get("key"), State: payload.Phase(v.Get("state")), Cursor: v.Get("cursor")}
-	for _, t := range []struct {
-		name string
-		dst  *int64
-	}{{"from", &q.From}, {"to", &q.To}} {
-		if s := v.Get(t.name); s != "" {
-			ms, err := parseTime(s)
-			if err != nil {
-				return nil, httpError{http.StatusBadRequest, t.name + ": " + err.Error()}
-			}
-			*t.dst = ms
-		}
-	}
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > find.MaxLimit {
-			return nil, httpError{http.StatusBadRequest, fmt.Sprintf("limit %q: want 1 to %d", s, find.MaxLimit)}
-		}
-		q.Limit = n
+	q, err := find.ParseQuery(r.URL.Query())
+	if err != nil {
+		return nil, httpError{http.StatusBadRequest, err.Error()}
 	}
 	p, err := find.List(r.Context(), f, q, c.cfg.Now())
 	switch {
@@ -70,10 +46,7 @@ func (c *Console) tasks(r *http.Request) (any, error) {
 	case err != nil:
 		return nil, backend("payload store", err)
 	}
-	out := TasksView{Tasks: make([]find.Item, len(p.Tasks)), Next: p.Next, Examined: p.Examined}
-	for i, t := range p.Tasks {
-		out.Tasks[i] = find.ItemOf(t)
-	}
+	out := find.ViewOf(p)
 	if len(out.Tasks) > 0 {
 		c.cfg.Logger.Info("console tasks listed", append([]any{"tasks", len(out.Tasks), "topic", q.Topic, "key", q.KeyPrefix}, c.who(r)...)...)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/find"
 )
 
 func TestTasksPage(t *testing.T) {
@@ -38,7 +39,7 @@ func TestTasksPage(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("page %d: %d %s", pages, status, out)
 		}
-		var v TasksView
+		var v find.View
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatal(err)
 		}

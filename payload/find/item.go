@@ -2,6 +2,11 @@ package find
 
 import (
 	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/delayq/delayq/payload"
@@ -41,4 +46,60 @@ func ItemOf(t Task) Item {
 		}
 	}
 	return it
+}
+
+// View is a Page as listings answer it (GET /v1/tasks, the console's
+// /ui/api/tasks, delayctl list).
+type View struct {
+	Tasks    []Item `json:"tasks"`
+	Next     string `json:"next,omitempty"` // the cursor of the next page; absent at the end
+	Examined int    `json:"examined"`       // rows read for this page
+}
+
+// ViewOf returns p as a View.
+func ViewOf(p Page) View {
+	v := View{Tasks: make([]Item, len(p.Tasks)), Next: p.Next, Examined: p.Examined}
+	for i, t := range p.Tasks {
+		v.Tasks[i] = ItemOf(t)
+	}
+	return v
+}
+
+// ParseQuery reads a query string: topic, key (prefix), from and to (unix
+// ms or RFC 3339), state, limit, cursor. Its errors wrap ErrQuery; it
+// does not Validate.
+func ParseQuery(v url.Values) (Query, error) {
+	q := Query{Topic: v.Get("topic"), KeyPrefix: v.Get("key"), State: payload.Phase(v.Get("state")), Cursor: v.Get("cursor")}
+	var errs []error
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"from", &q.From}, {"to", &q.To}} {
+		if s := v.Get(f.name); s != "" {
+			ms, err := parseTime(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s %q: want unix ms or RFC 3339 (2030-01-02T15:04:05Z)", ErrQuery, f.name, s))
+			}
+			*f.dst = ms
+		}
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxLimit {
+			errs = append(errs, fmt.Errorf("%w: limit %q: want 1 to %d", ErrQuery, s, MaxLimit))
+		}
+		q.Limit = n
+	}
+	return q, errors.Join(errs...)
+}
+
+func parseTime(s string) (int64, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= 0 {
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.UnixMilli() < 0 {
+		return 0, errors.New("not a time")
+	}
+	return t.UnixMilli(), nil
 }

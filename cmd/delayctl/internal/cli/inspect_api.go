@@ -37,7 +37,7 @@ func inspectAPI(ctx context.Context, c *apiClient, id string, at int64, hasAt bo
 	q := url.Values{"state": {string(find.StateAny)}, "from": {strconv.FormatInt(ref.ExecAt, 10)},
 		"to": {strconv.FormatInt(ref.ExecAt+1, 10)}, "limit": {strconv.Itoa(find.MaxLimit)}}
 	for {
-		var p listPage
+		var p find.View
 		if err := c.get(ctx, "/v1/tasks", q, &p); err != nil {
 			return in, err
 		}

@@ -16,13 +16,6 @@ import (
 	"github.com/delayq/delayq/payload/find"
 )
 
-// listPage is a page of a listing, as GET /v1/tasks answers it.
-type listPage struct {
-	Tasks    []find.Item `json:"tasks"`
-	Next     string      `json:"next,omitempty"`
-	Examined int         `json:"examined"`
-}
-
 func newList(sys *IO, g *globals) *cobra.Command {
 	var (
 		q      find.Query
@@ -104,7 +97,7 @@ instead, which also answers in embedded mode.`,
 }
 
 // pager returns one page of a listing.
-type pager func(ctx context.Context, q find.Query) (listPage, error)
+type pager func(ctx context.Context, q find.Query) (find.View, error)
 
 // lister returns the pager of the --api flag, else one over HBase, and
 // what closes it.
@@ -120,20 +113,16 @@ func (g *globals) lister(ctx context.Context, sys *IO, api *apiFlag) (pager, fun
 	if err != nil {
 		return nil, nil, withAPIHint(err)
 	}
-	return func(ctx context.Context, q find.Query) (listPage, error) {
+	return func(ctx context.Context, q find.Query) (find.View, error) {
 		p, err := find.List(ctx, store, q, sys.Now())
 		if err != nil {
-			return listPage{}, g.hbaseError(err)
+			return find.View{}, g.hbaseError(err)
 		}
-		lp := listPage{Tasks: make([]find.Item, len(p.Tasks)), Next: p.Next, Examined: p.Examined}
-		for i, t := range p.Tasks {
-			lp.Tasks[i] = find.ItemOf(t)
-		}
-		return lp, nil
+		return find.ViewOf(p), nil
 	}, store.Close, nil
 }
 
-func (c *apiClient) list(ctx context.Context, q find.Query) (listPage, error) {
+func (c *apiClient) list(ctx context.Context, q find.Query) (find.View, error) {
 	v := url.Values{}
 	set := func(k, s string) {
 		if s != "" {
@@ -153,7 +142,7 @@ func (c *apiClient) list(ctx context.Context, q find.Query) (listPage, error) {
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var p listPage
+	var p find.View
 	err := c.get(ctx, "/v1/tasks", v, &p)
 	return p, err
 }
