@@ -79,7 +79,7 @@ func (b *driver) searchTasks(topic, keyPrefix string, want int, shots string) {
 func (b *driver) narrowAndDark(shots string) {
 	b.t.Helper()
 	b.run(chromedp.EmulateViewport(420, 900))
-	defer b.run(chromedp.EmulateReset())
+	defer b.run(chromedp.EmulateViewport(1360, 1000)) // the window's size again, for the pages after
 	b.open("/")
 	b.waitEval(`document.getElementById('total-accepted').textContent !== '–'`, "true")
 	b.waitEval(`[...document.querySelectorAll('.card')].filter(c => c.scrollWidth > c.clientWidth + 1).length`, "0")
