@@ -14,15 +14,11 @@ import (
 // The Tasks page and the lookup by id alone read more of the payload
 // store than Store declares; delayd's stores (HBase, memory) have both.
 // A Backends.Store without them turns the two off: the page says so.
-type (
-	// finder lists rows by due time (find.Scanner).
-	finder = find.Scanner
-	// idReader reads id rows (payload.IDStore), which know a task's
-	// current due time.
-	idReader interface {
-		GetIDs(ctx context.Context, ids []uint64) ([]payload.IDState, error)
-	}
-)
+// The first is find.Scanner; idReader reads id rows (payload.IDStore),
+// which know a task's current due time.
+type idReader interface {
+	GetIDs(ctx context.Context, ids []uint64) ([]payload.IDState, error)
+}
 
 // tasks lists stored tasks: ?topic=&key=&from=&to=&state=&limit=&cursor=
 // (from and to: RFC 3339 or unix ms), as GET /v1/tasks of the HTTP API.
@@ -31,7 +27,7 @@ func (c *Console) tasks(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, ok := b.Store.(finder)
+	f, ok := b.Store.(find.Scanner)
 	if !ok {
 		return nil, httpError{http.StatusNotImplemented, "this delayd has no payload store that lists tasks"}
 	}
