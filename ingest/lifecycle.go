@@ -204,7 +204,7 @@ func copies(p *taskstate.Plan, tasks []payload.Task, rows map[payload.Ref]*paylo
 		} else {
 			t = *rows[payload.Ref{ID: c.ID, ExecAt: c.Row}]
 		}
-		t.ExecAt, t.Cancel, t.Control = c.To, false, payload.ControlNone
+		t.ExecAt, t.Cancel, t.Control, t.PastDue = c.To, false, payload.ControlNone, false
 		out[j] = t
 	}
 	return out
