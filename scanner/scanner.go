@@ -75,6 +75,7 @@ type Scanner struct {
 	// missingLog limits the WARN lines about missing rows.
 	missingLog *limiter
 	recurM     *recurMetrics
+	cm         *controlMetrics
 
 	running atomic.Bool
 }
@@ -97,6 +98,10 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 	if err != nil {
 		return nil, err
 	}
+	cm, err := newControlMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	log := cfg.Logger.With("component", "scanner")
 	stage, err := retry.NewStage("scanner", log, cfg.Registerer)
 	if err != nil {
@@ -114,6 +119,7 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 		policy:     retry.Policy{Backoff: cfg.Backoff},
 		missingLog: newLimiter(missingLogRate),
 		recurM:     rm,
+		cm:         cm,
 	}, nil
 }
 
@@ -144,6 +150,14 @@ func (s *Scanner) Run(ctx context.Context) error {
 	}
 	s.log.Info("scanner started", "group", s.cfg.GroupID, "topic", s.cfg.Topic, "workers", s.cfg.Workers)
 
+	if s.cfg.Controls != nil {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.release(ctx)
+		}()
+		defer func() { <-done }()
+	}
 	consumer.Generations(ctx, group, s.log.With("group", s.cfg.GroupID), func(gctx context.Context, gen *kafka.Generation) {
 		s.runGeneration(ctx, gctx, gen)
 	})
