@@ -34,6 +34,7 @@ import (
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/scanner"
+	"github.com/delayq/delayq/topicctl"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -86,6 +87,7 @@ type Daemon struct {
 	startErr atomic.Pointer[string]
 
 	console *console.Console // nil unless Config.Console
+	topics  *topicctl.Store  // the topic controls; set by Run
 }
 
 // New validates cfg and returns a Daemon ready to Run.
@@ -194,6 +196,9 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if d.topics, err = topicctl.New(rdb, topicctl.Config{Prefix: cfg.Prefix}); err != nil {
+		return err
+	}
 	w := producer.New(producer.Config{Brokers: cfg.Brokers, Auth: d.auth, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd"), AutoCreateTopics: d.opts.AutoCreateTopics})
 	defer w.Close()
 
@@ -226,7 +231,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		}
 		sc, err := scanner.New(scanner.Config{
 			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
-			MaxDelay: cfg.MaxDelay, Hold: hold, Logger: d.opts.Logger, Registerer: d.reg,
+			MaxDelay: cfg.MaxDelay, Hold: hold, Controls: d.topics, Logger: d.opts.Logger, Registerer: d.reg,
 		}, ix, store, w)
 		if err != nil {
 			return err
