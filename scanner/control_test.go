@@ -97,7 +97,7 @@ func TestPauseHoldsAndResumeReleasesInOrder(t *testing.T) {
 }
 
 // A rate-limited topic is released from its bucket: a first round gives
-// a tenth of the rate, and so does each later tenth of a second.
+// a quarter of the rate (the bucket's burst), and then the rate.
 func TestRateLimitsRelease(t *testing.T) {
 	ctx := context.Background()
 	c := newControls(t)
@@ -111,15 +111,22 @@ func TestRateLimitsRelease(t *testing.T) {
 	if err := e.s.releaseRound(ctx, "me"); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(e.byTopic("orders")); n != 10 {
-		t.Fatalf("first round: %d delivered, want the burst of 10", n)
+	if n := len(e.byTopic("orders")); n != 25 {
+		t.Fatalf("first round: %d delivered, want the burst of 25", n)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
 	if err := e.s.releaseRound(ctx, "me"); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(e.byTopic("orders")); n != 20 {
-		t.Fatalf("after 300ms: %d delivered, want 20 (the bucket holds 10)", n)
+	if n := len(e.byTopic("orders")); n < 34 || n > 37 {
+		t.Fatalf("after 100ms more: %d delivered, want 35", n)
+	}
+	time.Sleep(time.Second)
+	if err := e.s.releaseRound(ctx, "me"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.byTopic("orders")); n < 59 || n > 62 {
+		t.Fatalf("after a second more: %d delivered, want 60 (the bucket holds 25)", n)
 	}
 }
 

@@ -25,8 +25,9 @@ return got
 `)
 
 // Burst is the share of a second's rate a bucket holds when full: a topic
-// limited to N/s delivers at most N/10 at once after an idle time.
-const Burst = 10
+// limited to N/s delivers at most N/4 at once after an idle time. It is
+// also how long a release round may take without losing tokens.
+const Burst = 4
 
 // Take takes up to want tokens of topic's bucket at rate a second, shared
 // by every instance, and returns how many it got.
