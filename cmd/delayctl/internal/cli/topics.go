@@ -33,7 +33,7 @@ topic's own pause.`,
 			Use:     "rate TOPIC PER_SECOND",
 			Short:   "Limit a topic's deliveries per second, across all delayd (0: unlimited)",
 			Example: "  delayctl rate orders 500\n  delayctl rate orders 0",
-			Args:    cobra.ExactArgs(2),
+			Args:    argCount(2, 2),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				n, err := strconv.Atoi(args[1])
 				if err != nil || n < 0 {
@@ -48,7 +48,7 @@ topic's own pause.`,
 			Use:     "expire-after TOPIC DURATION",
 			Short:   "Set a topic's default expiry: tasks later than that go to delay-failed (0s: none)",
 			Example: "  delayctl expire-after orders 10m",
-			Args:    cobra.ExactArgs(2),
+			Args:    argCount(2, 2),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				d, err := time.ParseDuration(args[1])
 				if err != nil || d < 0 {
@@ -70,7 +70,7 @@ func pauseCommand(sys *IO, g *globals, use, short, long string, do func(context.
 		Short:   short,
 		Long:    long,
 		Example: fmt.Sprintf("  delayctl %s orders\n  delayctl %s --all", use, use),
-		Args:    cobra.MaximumNArgs(1),
+		Args:    argCount(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topic := topicctl.All
 			switch {
@@ -186,8 +186,20 @@ func withTopicsQuiet(ctx context.Context, g *globals, do func(context.Context, *
 	if err != nil {
 		return err
 	}
-	if err := do(ctx, c); err != nil {
+	err = do(ctx, c)
+	var ue usageError
+	if err != nil && !errors.As(err, &ue) {
 		return fmt.Errorf("redis at %s: %w", g.redis, err)
 	}
-	return nil
+	return err
+}
+
+// argCount wants lo to hi positional arguments (a usage error otherwise).
+func argCount(lo, hi int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < lo || len(args) > hi {
+			return usagef("%s: %d arguments, want %s", cmd.Name(), len(args), cmd.Use)
+		}
+		return nil
+	}
 }
