@@ -85,4 +85,5 @@ type Backends struct {
 	Canceller Canceller
 	Failed    FailedTopic
 	Health    Health
+	Topics    Topics // topics.go
 }

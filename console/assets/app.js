@@ -301,14 +301,17 @@ function route() {
   clearInterval(state.timer);
   const [path, query] = (location.hash.slice(1) || "/").split("?");
   const q = new URLSearchParams(query || "");
-  const page = path === "/task" ? "task" : path === "/failed" ? "failed" : "overview";
-  for (const p of ["overview", "task", "failed"]) $("page-" + p).hidden = p !== page;
+  const page = path === "/task" ? "task" : path === "/failed" ? "failed" : path === "/topics" ? "topics" : "overview";
+  for (const p of ["overview", "task", "failed", "topics"]) $("page-" + p).hidden = p !== page;
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === page);
   banner("");
   if (page === "overview") {
     const tick = () => { loadOverview(); loadBacklog(); };
     tick();
     state.timer = setInterval(tick, 2000);
+  } else if (page === "topics") {
+    loadTopics(); // topics.js
+    state.timer = setInterval(loadTopics, 2000);
   } else if (page === "task") {
     loadTask(q.get("id") || "", q.get("at") || "");
   } else {
