@@ -73,15 +73,9 @@ func (s *Server) listTopics(_ http.ResponseWriter, r *http.Request) (int, any, e
 func topicsAnswer(st []topicctl.Status, all bool) TopicsAnswer {
 	a := TopicsAnswer{AllPaused: all, Topics: make([]TopicStatus, len(st))}
 	for i, t := range st {
-		ts := TopicStatus{Topic: t.Topic, Paused: t.Control.Paused, PerSecond: t.Control.Rate, Held: t.Held, State: "active"}
+		ts := TopicStatus{Topic: t.Topic, Paused: t.Control.Paused, PerSecond: t.Control.Rate, Held: t.Held, State: t.State(all)}
 		if t.Control.ExpireAfter > 0 {
 			ts.ExpireAfter = t.Control.ExpireAfter.String()
-		}
-		switch {
-		case t.Control.Paused || all:
-			ts.State = "paused"
-		case t.Control.Rate > 0:
-			ts.State = "limited"
 		}
 		a.Topics[i] = ts
 	}

@@ -59,13 +59,7 @@ func (c *Console) topics(r *http.Request) (any, error) {
 	}
 	rows := make([]TopicView, len(st))
 	for i, s := range st {
-		v := TopicView{Topic: s.Topic, State: "active", Paused: s.Control.Paused, PerSecond: s.Control.Rate, Held: s.Held}
-		switch {
-		case s.Control.Paused || all:
-			v.State = "paused"
-		case s.Control.Rate > 0:
-			v.State = "limited"
-		}
+		v := TopicView{Topic: s.Topic, State: s.State(all), Paused: s.Control.Paused, PerSecond: s.Control.Rate, Held: s.Held}
 		if s.Control.ExpireAfter > 0 {
 			v.ExpireAfter = s.Control.ExpireAfter.String()
 		}

@@ -68,6 +68,18 @@ type Status struct {
 	Held    int64   // due tasks held back
 }
 
+// State is "paused" (its own pause, or allPaused), "limited" (a rate) or
+// "active": what the API, delayctl and the console show.
+func (s Status) State(allPaused bool) string {
+	switch {
+	case s.Control.Paused || allPaused:
+		return "paused"
+	case s.Control.Rate > 0:
+		return "limited"
+	}
+	return "active"
+}
+
 // Store reads and writes the controls and the held tasks. It is safe for
 // concurrent use.
 type Store struct {

@@ -124,13 +124,7 @@ type topicRow struct {
 func printTopics(sys *IO, st []topicctl.Status, all, asJSON bool) error {
 	rows := make([]topicRow, len(st))
 	for i, t := range st {
-		r := topicRow{Topic: t.Topic, State: "active", PerSecond: t.Control.Rate, Held: t.Held, ExpireAfter: "-"}
-		switch {
-		case t.Control.Paused || all:
-			r.State = "paused"
-		case t.Control.Rate > 0:
-			r.State = "limited"
-		}
+		r := topicRow{Topic: t.Topic, State: t.State(all), PerSecond: t.Control.Rate, Held: t.Held, ExpireAfter: "-"}
 		if t.Control.ExpireAfter > 0 {
 			r.ExpireAfter = t.Control.ExpireAfter.String()
 		}
