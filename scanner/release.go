@@ -30,21 +30,30 @@ const (
 
 // release delivers the held tasks of the topics that are not paused, at
 // their rates, lowest exec_at first, until ctx ends. One instance at a
-// time releases a topic (Controls.Lease).
+// time releases a topic (Controls.Lease). Like a step, it delivers nothing
+// past Hold's cutoff (a cancel may still be queued in delay-input).
 func (s *Scanner) release(ctx context.Context) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	owner := hex.EncodeToString(b[:])
 	t := time.NewTicker(releaseEvery)
 	defer t.Stop()
+	failing := false // one line when rounds start failing, one when they succeed again
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := s.releaseRound(ctx, owner); err != nil && ctx.Err() == nil {
-			s.log.Debug("release round failed", "err", err)
+		err := s.releaseRound(ctx, owner)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && !failing:
+			failing = true
+			s.log.Warn("release of held tasks failed, trying again every round until it succeeds", "err", err)
+		case err == nil && failing:
+			failing = false
+			s.log.Info("release of held tasks recovered")
 		}
 	}
 }
@@ -91,7 +100,7 @@ func (s *Scanner) releaseRound(ctx context.Context, owner string) error {
 func (s *Scanner) releaseTopic(ctx context.Context, topic string, ctl topicctl.Control) (int, error) {
 	c := s.cfg.Controls
 	now := time.Now()
-	refs, err := c.Held(ctx, topic, now.Add(-settleMargin).UnixMilli(), releaseBatch)
+	refs, err := c.Held(ctx, topic, s.cutoff(now.Add(-settleMargin).UnixMilli()), releaseBatch)
 	if err != nil {
 		return 0, err
 	}
