@@ -37,12 +37,17 @@ type Controls interface {
 	Take(ctx context.Context, topic string, rate, want int, now time.Time) (int, error)
 	// Lease makes owner the one releaser of topic for ttl.
 	Lease(ctx context.Context, topic, owner string, ttl time.Duration) (bool, error)
+	// List returns every topic with a control or held tasks (the gauges).
+	List(ctx context.Context) ([]topicctl.Status, bool, error)
 }
 
 // controlMetrics counts what the controls did.
 type controlMetrics struct {
 	held     prometheus.Counter
 	lateness prometheus.Histogram
+	// Set by the releaser every gaugeEvery, the same on every instance.
+	paused     *prometheus.GaugeVec
+	heldTopics *prometheus.GaugeVec
 }
 
 func newControlMetrics(reg prometheus.Registerer) (*controlMetrics, error) {
@@ -57,6 +62,14 @@ func newControlMetrics(reg prometheus.Registerer) (*controlMetrics, error) {
 			Help:    "Delivery time minus due time of tasks held back by a pause or a rate limit (not in delayq_delivery_lateness_seconds).",
 			Buckets: []float64{0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400},
 		})),
+		paused: metric.Register(reg, &errs, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "delayq_topic_paused",
+			Help: "1 while a business topic is paused (its own pause or a pause of every topic), by topic.",
+		}, []string{"topic"})),
+		heldTopics: metric.Register(reg, &errs, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "delayq_topic_held_tasks",
+			Help: "Due tasks held back by a pause or a rate limit, by topic.",
+		}, []string{"topic"})),
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("scanner: control metrics: %w", errs[0])

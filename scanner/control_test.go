@@ -61,6 +61,12 @@ func TestPauseHoldsAndResumeReleasesInOrder(t *testing.T) {
 	if n := len(e.byTopic("orders")); n != 0 {
 		t.Fatalf("%d released while paused", n)
 	}
+	if err := e.s.gaugeTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, h := value(e.s.cm.paused), value(e.s.cm.heldTopics); p != 1 || h != 20 {
+		t.Errorf("gauges: paused %v, held %v; want 1 and 20", p, h)
+	}
 	cancelled := task("task-3", "orders", at+3)
 	cancelled.Cancel = true
 	if err := e.store.Put(ctx, []payload.Task{cancelled}); err != nil {

@@ -22,6 +22,8 @@ const (
 	// leaseTTL is how long a releaser owns a topic without renewing it:
 	// how soon another instance takes over after a crash.
 	leaseTTL = 2 * time.Second
+	// gaugeEvery is how often the releaser refreshes the topic gauges.
+	gaugeEvery = 5 * time.Second
 	// settleMargin: the releaser takes only held tasks due at least this
 	// long ago, so that the tasks due just before them, still on their way
 	// through another scanner's step, are held first: due order.
@@ -39,6 +41,7 @@ func (s *Scanner) release(ctx context.Context) {
 	t := time.NewTicker(releaseEvery)
 	defer t.Stop()
 	failing := false // one line when rounds start failing, one when they succeed again
+	var gauged time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -46,6 +49,10 @@ func (s *Scanner) release(ctx context.Context) {
 		case <-t.C:
 		}
 		err := s.releaseRound(ctx, owner)
+		if err == nil && time.Since(gauged) >= gaugeEvery {
+			gauged = time.Now()
+			err = s.gaugeTopics(ctx)
+		}
 		switch {
 		case ctx.Err() != nil:
 		case err != nil && !failing:
@@ -186,4 +193,24 @@ func (s *Scanner) deliverHeld(ctx context.Context, topic string, refs []payload.
 		out[i] = payload.Ref{ID: e.ID, ExecAt: e.ExecAt}
 	}
 	return out, nil
+}
+
+// gaugeTopics sets delayq_topic_paused and delayq_topic_held_tasks from
+// the controls; topics without a control or held tasks leave them.
+func (s *Scanner) gaugeTopics(ctx context.Context) error {
+	st, all, err := s.cfg.Controls.List(ctx)
+	if err != nil {
+		return err
+	}
+	s.cm.paused.Reset()
+	s.cm.heldTopics.Reset()
+	for _, t := range st {
+		paused := 0.0
+		if t.State(all) == "paused" {
+			paused = 1
+		}
+		s.cm.paused.WithLabelValues(t.Topic).Set(paused)
+		s.cm.heldTopics.WithLabelValues(t.Topic).Set(float64(t.Held))
+	}
+	return nil
 }
