@@ -136,6 +136,12 @@ type Task struct {
 	TZ    string
 	Until time.Time
 	Count int
+
+	// ExpireAfter (zero: none, or the topic's default) is how late the
+	// task may still be delivered: later than its due time plus that, it
+	// goes to delay-failed with delay-error "expired" instead
+	// (delay-expire-after).
+	ExpireAfter time.Duration
 }
 
 // Receipt identifies a submitted task: Cancel(ctx, r.ID, r.At) cancels it.
@@ -226,6 +232,9 @@ func (c *Client) Message(t Task) (kafka.Message, Receipt, error) {
 		kafka.Header{Key: payload.HeaderID, Value: []byte(id)},
 	)
 	headers = append(headers, recurrence(t)...)
+	if t.ExpireAfter > 0 {
+		headers = append(headers, kafka.Header{Key: payload.HeaderExpireAfter, Value: []byte(t.ExpireAfter.String())})
+	}
 	m := kafka.Message{Topic: input, Key: t.Key, Value: t.Value, Headers: headers, Time: now}
 	return m, Receipt{ID: id, At: at, Input: input}, nil
 }
@@ -372,6 +381,9 @@ func checkTask(t Task, now time.Time) (time.Time, error) {
 		if control(h.Key) {
 			reasons = append(reasons, fmt.Sprintf("header %q is a delay control header", h.Key))
 		}
+	}
+	if t.ExpireAfter < 0 {
+		reasons = append(reasons, fmt.Sprintf("ExpireAfter %v is negative", t.ExpireAfter))
 	}
 	if t.Count < 0 {
 		reasons = append(reasons, fmt.Sprintf("Count %d is negative", t.Count))

@@ -102,6 +102,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("DELETE /v1/tasks/{id}", s.op("cancel", s.cancel))
 	mux.Handle("GET /v1/tasks", s.op("list", s.list))
 	mux.Handle("POST /v1/tasks:batch", s.opLimit("batch", s.cfg.MaxBatchBody, s.batch))
+	s.routeTopics(mux)
 	mux.HandleFunc("GET /v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)
@@ -250,6 +251,7 @@ type taskRequest struct {
 	TZ          string            `json:"tz"`
 	Until       json.RawMessage   `json:"until"`
 	Count       int64             `json:"count"`
+	ExpireAfter string            `json:"expire_after"`
 }
 
 // taskAnswer is the body of a 201 or 202 answer about one task.
@@ -346,6 +348,13 @@ func (req *taskRequest) task() (delayq.Task, error) {
 			reasons = append(reasons, `"until": `+err.Error())
 		}
 		t.Until = until
+	}
+	if req.ExpireAfter != "" {
+		d, err := time.ParseDuration(req.ExpireAfter)
+		if err != nil || d <= 0 {
+			reasons = append(reasons, fmt.Sprintf(`"expire_after" %q: want a duration above zero such as 5m`, req.ExpireAfter))
+		}
+		t.ExpireAfter = d
 	}
 	if len(reasons) > 0 {
 		return t, fail(http.StatusBadRequest, "%s", strings.Join(reasons, "; "))

@@ -69,6 +69,9 @@ type Config struct {
 	// Decode is delayd's input validation (ingest's): what it refuses, the
 	// API refuses with the same reason.
 	Decode payload.DecodeConfig
+	// Topics are the operators' topic controls (topicctl.Store) behind
+	// /v1/topics…; nil: those routes answer 501.
+	Topics Topics
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Registerer for the API metrics; nil registers none.

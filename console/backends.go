@@ -86,4 +86,5 @@ type Backends struct {
 	Canceller Canceller
 	Failed    FailedTopic
 	Health    Health
+	Topics    Topics // topics.go
 }

@@ -78,6 +78,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.Handle("GET /ui/api/failed", c.api(c.failed))
 	mux.Handle("POST /ui/api/task/cancel", c.api(c.action(c.cancel)))
 	mux.Handle("POST /ui/api/failed/replay", c.api(c.action(c.replay)))
+	c.registerTopics(mux)
 	mux.Handle("GET /ui/api/", c.api(func(*http.Request) (any, error) {
 		return nil, httpError{http.StatusNotFound, "no such API"}
 	}))

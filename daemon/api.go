@@ -44,7 +44,7 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 	}
 	srv, err := api.New(api.Config{
 		Addr: d.cfg.API, Token: d.cfg.APIToken, LocalHosts: d.cfg.APIToken == "" && loopback,
-		Decode: decode, Rate: d.cfg.APIRate, Serve: d.cfg.Serve,
+		Decode: decode, Rate: d.cfg.APIRate, Serve: d.cfg.Serve, Topics: d.topics,
 		Logger: d.opts.Logger, Registerer: d.reg,
 	}, c, states)
 	if err != nil {

@@ -52,6 +52,6 @@ func (d *Daemon) attachConsole(ix *zset.Maintenance, store Store, w *kafka.Write
 	d.console.Attach(console.Backends{
 		Index: ix, Store: store, Canceller: console.NewCanceller(w),
 		Failed: console.NewFailedTopic(d.cfg.Brokers, d.auth, w),
-		Health: h,
+		Health: h, Topics: d.topics,
 	})
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/scanner"
+	"github.com/delayq/delayq/topicctl"
 	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
@@ -85,6 +86,7 @@ type Daemon struct {
 	startErr atomic.Pointer[string]
 
 	console *console.Console // nil unless Config.Console
+	topics  *topicctl.Store  // the topic controls; set by Run
 }
 
 // New validates cfg and returns a Daemon ready to Run.
@@ -193,6 +195,9 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if d.topics, err = topicctl.New(rdb, topicctl.Config{Prefix: cfg.Prefix}); err != nil {
+		return err
+	}
 	// Keys written with another segment, shard count or fill are misread:
 	// like the table's salts, a mismatch is fatal, not an outage.
 	checkLayout := setup
@@ -233,7 +238,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		}
 		sc, err := scanner.New(scanner.Config{
 			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
-			MaxDelay: cfg.MaxDelay, Hold: hold, Logger: d.opts.Logger, Registerer: d.reg,
+			MaxDelay: cfg.MaxDelay, Hold: hold, Controls: d.topics, Logger: d.opts.Logger, Registerer: d.reg,
 		}, scanIndex{ix.Reader(), ix.Writer()}, store, w)
 		if err != nil {
 			return err

@@ -153,6 +153,9 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	if t.Control != ControlNone {
 		t.Topic = "" // a reschedule keeps its task's topic; a cancel has none
 	}
+	if _, _, err := ExpireAfter(hs.pass); err != nil {
+		return Task{}, err
+	}
 	if !isOp {
 		t.Key = m.Key
 		t.Value = m.Value

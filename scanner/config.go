@@ -120,6 +120,11 @@ type Config struct {
 	// the current one ends the series with an ERROR line. Default
 	// payload.DefaultMaxDelay (720h).
 	MaxDelay time.Duration
+	// Controls are the operators' topic controls (topicctl.Store): pause,
+	// rate and default expiry. Run releases held tasks on a goroutine of
+	// its own (release.go). Nil: no controls (a delay-expire-after header
+	// still expires its task).
+	Controls Controls
 	// Logger receives the logs; nil discards them.
 	Logger *slog.Logger
 	// Registerer registers the metrics; nil does not register them.

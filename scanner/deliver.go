@@ -42,6 +42,7 @@ type delivery struct {
 	failed   bool   // msg goes to FailedTopic
 	reason   string // reason label once written to FailedTopic; "" = reasonRefused
 	stripped bool   // msg lost key, value and pass-through headers to fit FailedTopic
+	held     bool   // released after a pause or a rate limit held it back (release.go)
 
 	// Written alone (park.go):
 	unknown  int       // alone writes answered "unknown topic"
@@ -171,8 +172,12 @@ func (w *worker) written(d *delivery, at time.Time) {
 		return
 	}
 	w.s.m.delivered.Inc()
-	if d.task.PastDue { // asked for the past: late by the producer's choice, not delayq's
+	switch {
+	case d.task.PastDue: // asked for the past: late by the producer's choice, not delayq's
 		w.s.m.pastDue.Inc()
+		return
+	case d.held: // held by a pause or a rate: not late by delayq's fault either
+		w.s.cm.lateness.Observe(at.Sub(time.UnixMilli(d.task.ExecAt)).Seconds())
 		return
 	}
 	w.s.m.lateness.Observe(at.Sub(time.UnixMilli(d.task.ExecAt)).Seconds())

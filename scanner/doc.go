@@ -55,8 +55,10 @@
 // heap and parked deliveries in another, so a waiting zset or a refused
 // message never delays another zset. A worker writes its parked
 // deliveries, and a drain removes settled entries, from short-lived
-// goroutines it waits for. Run returns only after every goroutine it
-// started has ended.
+// goroutines it waits for. With Config.Controls, Run also runs the
+// releaser (release.go): every 50 ms it delivers the held tasks of the
+// topics that are not paused and that this instance leases, at their
+// rates. Run returns only after every goroutine it started has ended.
 //
 // # Invariants
 //
@@ -101,6 +103,11 @@
 //     its id row (recur.go) before the current one is produced, so before
 //     its entry is removed: a crash leaves no gap in a series, and planning
 //     an occurrence again writes the same (id, exec_at), one task.
+//   - A due task of a paused or rate-limited topic (Config.Controls) is
+//     held (control.go): it leaves its zset only after the topic's held
+//     set has it, and its held entry only after it was produced, lowest
+//     exec_at first. A task later than its delay-expire-after (or its
+//     topic's default) goes to FailedTopic with delay-error "expired".
 //   - A due entry without a row is logged at WARN with its id and due time
 //     (rate-limited), counted in delayq_tasks_missing_total and removed.
 package scanner

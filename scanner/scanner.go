@@ -78,6 +78,7 @@ type Scanner struct {
 	// authLog limits the WARN lines about unauthorized topics.
 	authLog *limiter
 	recurM  *recurMetrics
+	cm      *controlMetrics
 
 	running atomic.Bool
 }
@@ -100,6 +101,10 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 	if err != nil {
 		return nil, err
 	}
+	cm, err := newControlMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	log := cfg.Logger.With("component", "scanner")
 	stage, err := retry.NewStage("scanner", log, cfg.Registerer)
 	if err != nil {
@@ -118,6 +123,7 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 		missingLog: newLimiter(missingLogRate),
 		authLog:    newLimiter(missingLogRate),
 		recurM:     rm,
+		cm:         cm,
 	}, nil
 }
 
@@ -148,6 +154,14 @@ func (s *Scanner) Run(ctx context.Context) error {
 	}
 	s.log.Info("scanner started", "group", s.cfg.GroupID, "topic", s.cfg.Topic, "workers", s.cfg.Workers)
 
+	if s.cfg.Controls != nil {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.release(ctx)
+		}()
+		defer func() { <-done }()
+	}
 	consumer.Generations(ctx, group, s.log.With("group", s.cfg.GroupID), func(gctx context.Context, gen *kafka.Generation) {
 		s.runGeneration(ctx, gctx, gen)
 	})

@@ -278,6 +278,9 @@ func (w *worker) step(ctx context.Context, group []*zsetScan) error {
 	}
 	if len(ready) > 0 {
 		ds, err := w.load(ctx, ready)
+		if err == nil {
+			ds, err = w.control(ctx, ds)
+		}
 		if err == nil && len(ds) > 0 {
 			err = w.deliver(ctx, ds)
 		}

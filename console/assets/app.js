@@ -350,14 +350,17 @@ function route() {
   clearInterval(state.timer);
   const [path, query] = (location.hash.slice(1) || "/").split("?");
   const q = new URLSearchParams(query || "");
-  const page = { "/task": "task", "/tasks": "tasks", "/failed": "failed" }[path] || "overview";
-  for (const p of ["overview", "tasks", "task", "failed"]) $("page-" + p).hidden = p !== page;
+  const page = { "/task": "task", "/tasks": "tasks", "/failed": "failed", "/topics": "topics" }[path] || "overview";
+  for (const p of ["overview", "tasks", "task", "failed", "topics"]) $("page-" + p).hidden = p !== page;
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === page);
   banner("");
   if (page === "overview") {
     const tick = () => { loadOverview(); loadBacklog(); };
     tick();
     state.timer = setInterval(tick, 2000);
+  } else if (page === "topics") {
+    loadTopics(); // topics.js
+    state.timer = setInterval(loadTopics, 2000);
   } else if (page === "task") {
     loadTask(q.get("id") || "", q.get("at") || "");
   } else if (page === "tasks") {

@@ -162,10 +162,12 @@ func queried(t *testing.T) map[string]string {
 }
 
 // onlyAfterAnError are metric vectors with no series until a call fails,
-// which an embedded delayd never does; the test checks instead that the
-// named file defines them.
+// which an embedded delayd never does (or, delayq_topic_paused, until a
+// topic is paused); the test checks instead that the named file defines
+// them.
 var onlyAfterAnError = map[string]string{
 	"delayq_store_errors_total": "../../internal/metric/metric.go",
+	"delayq_topic_paused":       "../../scanner/control.go",
 }
 
 // TestQueriedMetricsExist runs an embedded delayd, delivers a task and

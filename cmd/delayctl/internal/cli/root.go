@@ -181,6 +181,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 		newBackfill(io, g),
 		newReplay(io, g),
 	)
+	root.AddCommand(topicCommands(io, g)...)
 	return root
 }
 

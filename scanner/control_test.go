@@ -1,0 +1,171 @@
+package scanner
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/kafka/scantask"
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topicctl"
+	"github.com/delayq/delayq/topics"
+)
+
+func newControls(t *testing.T) *topicctl.Store {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = client.Close() })
+	c, err := topicctl.New(client, topicctl.Config{Prefix: "t", Refresh: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A paused topic's due tasks are held, not delivered, failed or lost,
+// while another topic in the same zset is delivered; after resume the
+// releaser delivers the held ones in due order, and a cancel of a held
+// task still wins.
+func TestPauseHoldsAndResumeReleasesInOrder(t *testing.T) {
+	ctx := context.Background()
+	c := newControls(t)
+	e := newEnv(t, Config{Controls: c})
+	at := time.Now().Add(-time.Second).UnixMilli()
+	e.put("z", append(tasks(20, "orders", at), task("other", "mail", at)))
+	if err := c.Pause(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	e.scan(ctx, scantask.Task{Zset: "z", Until: at + 100})
+	if n := len(e.byTopic("orders")); n != 0 {
+		t.Fatalf("%d tasks of the paused topic delivered", n)
+	}
+	if n := len(e.byTopic("mail")); n != 1 {
+		t.Fatalf("other topic: %d delivered, want 1", n)
+	}
+	if n := len(e.ix.pending("z")); n != 0 {
+		t.Fatalf("%d entries left in the index, want 0 (held instead)", n)
+	}
+	st, _, err := c.List(ctx)
+	if err != nil || len(st) != 1 || st[0].Held != 20 || !st[0].Control.Paused {
+		t.Fatalf("List = %+v, %v; want orders paused with 20 held", st, err)
+	}
+	if err := e.s.releaseRound(ctx, "me"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.byTopic("orders")); n != 0 {
+		t.Fatalf("%d released while paused", n)
+	}
+	if err := e.s.gaugeTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, h := value(e.s.cm.paused), value(e.s.cm.heldTopics); p != 1 || h != 20 {
+		t.Errorf("gauges: paused %v, held %v; want 1 and 20", p, h)
+	}
+	cancelled := task("task-3", "orders", at+3)
+	cancelled.Cancel = true
+	if err := e.store.Put(ctx, []payload.Task{cancelled}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Resume(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.releaseRound(ctx, "me"); err != nil {
+		t.Fatal(err)
+	}
+	got := e.byTopic("orders")
+	var ats []string
+	for _, m := range got {
+		v, _ := header(m, payload.HeaderAt)
+		ats = append(ats, v)
+		if n, _ := header(m, payload.HeaderID); n == "task-3" {
+			t.Error("the cancelled held task was delivered")
+		}
+	}
+	if len(got) != 19 || !slices.IsSorted(ats) {
+		t.Fatalf("released %d (want 19) in order %v", len(got), ats)
+	}
+	if v := value(e.s.cm.lateness); v != 19 {
+		t.Errorf("held lateness observed %v times, want 19", v)
+	}
+	if v := value(e.s.m.lateness); v != 1 {
+		t.Errorf("lateness observed %v times, want 1 (the other topic)", v)
+	}
+	st, _, _ = c.List(ctx)
+	if len(st) != 1 || st[0].Held != 0 {
+		t.Fatalf("after release: %+v", st)
+	}
+}
+
+// A rate-limited topic is released from its bucket: a first round gives
+// a quarter of the rate (the bucket's burst), and then the rate.
+func TestRateLimitsRelease(t *testing.T) {
+	ctx := context.Background()
+	c := newControls(t)
+	e := newEnv(t, Config{Controls: c})
+	at := time.Now().Add(-time.Second).UnixMilli()
+	e.put("z", tasks(100, "orders", at))
+	if err := c.SetRate(ctx, "orders", 100); err != nil {
+		t.Fatal(err)
+	}
+	e.scan(ctx, scantask.Task{Zset: "z", Until: at + 100})
+	if err := e.s.releaseRound(ctx, "me"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.byTopic("orders")); n != 25 {
+		t.Fatalf("first round: %d delivered, want the burst of 25", n)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := e.s.releaseRound(ctx, "me"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.byTopic("orders")); n < 34 || n > 37 {
+		t.Fatalf("after 100ms more: %d delivered, want 35", n)
+	}
+	time.Sleep(time.Second)
+	if err := e.s.releaseRound(ctx, "me"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.byTopic("orders")); n < 59 || n > 62 {
+		t.Fatalf("after a second more: %d delivered, want 60 (the bucket holds 25)", n)
+	}
+}
+
+// A task later than its delay-expire-after, or its topic's default,
+// goes to the failed topic with reason "expired" and its headers.
+func TestExpiredGoesToFailed(t *testing.T) {
+	ctx := context.Background()
+	c := newControls(t)
+	e := newEnv(t, Config{Controls: c})
+	at := time.Now().Add(-10 * time.Second).UnixMilli()
+	late := task("late", "orders", at)
+	late.Headers = append(late.Headers, kafka.Header{Key: payload.HeaderExpireAfter, Value: []byte("5s")})
+	fresh := task("fresh", "orders", at)
+	fresh.Headers = append(fresh.Headers, kafka.Header{Key: payload.HeaderExpireAfter, Value: []byte("1m")})
+	byTopic := task("default", "mail", at)
+	if err := c.SetExpireAfter(ctx, "mail", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	e.put("z", []payload.Task{late, fresh, byTopic})
+	e.scan(ctx, scantask.Task{Zset: "z", Until: at})
+	failed := e.byTopic(topics.Failed)
+	if len(failed) != 2 || len(e.byTopic("orders")) != 1 {
+		t.Fatalf("failed %d (want 2), delivered %d (want 1)", len(failed), len(e.byTopic("orders")))
+	}
+	for _, m := range failed {
+		if v, _ := header(m, payload.HeaderError); v != ReasonExpired {
+			t.Errorf("delay-error %q, want %q", v, ReasonExpired)
+		}
+		if v, _ := header(m, "trace"); v != "x" {
+			t.Errorf("original header lost: %v", m.Headers)
+		}
+	}
+	if v := value(e.s.m.failed); v != 2 {
+		t.Errorf("failed counted %v, want 2", v)
+	}
+}

@@ -1,0 +1,216 @@
+package scanner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topicctl"
+	"github.com/delayq/delayq/zset"
+)
+
+const (
+	// releaseEvery is how often the releaser looks at the held topics.
+	releaseEvery = 50 * time.Millisecond
+	// releaseBatch caps the tasks of a topic released in one round.
+	releaseBatch = 500
+	// releaseRounds caps the rounds of one topic in a row while it has a
+	// full batch due and no rate (a resumed backlog goes out in batches).
+	releaseRounds = 20
+	// leaseTTL is how long a releaser owns a topic without renewing it:
+	// how soon another instance takes over after a crash.
+	leaseTTL = 2 * time.Second
+	// gaugeEvery is how often the releaser refreshes the topic gauges.
+	gaugeEvery = 5 * time.Second
+	// settleMargin: the releaser takes only held tasks due at least this
+	// long ago, so that the tasks due just before them, still on their way
+	// through another scanner's step, are held first: due order.
+	settleMargin = 200 * time.Millisecond
+)
+
+// release delivers the held tasks of the topics that are not paused, at
+// their rates, lowest exec_at first, until ctx ends. One instance at a
+// time releases a topic (Controls.Lease). Like a step, it delivers nothing
+// past Hold's cutoff (a cancel may still be queued in delay-input).
+func (s *Scanner) release(ctx context.Context) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	owner := hex.EncodeToString(b[:])
+	t := time.NewTicker(releaseEvery)
+	defer t.Stop()
+	failing := false // one line when rounds start failing, one when they succeed again
+	var gauged time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := s.releaseRound(ctx, owner)
+		if err == nil && time.Since(gauged) >= gaugeEvery {
+			gauged = time.Now()
+			err = s.gaugeTopics(ctx)
+		}
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && !failing:
+			failing = true
+			s.log.Warn("release of held tasks failed, trying again every round until it succeeds", "err", err)
+		case err == nil && failing:
+			failing = false
+			s.log.Info("release of held tasks recovered")
+		}
+	}
+}
+
+// releaseRound releases what is due of every held topic this instance
+// leases. An error ends the round; the next one starts afresh.
+func (s *Scanner) releaseRound(ctx context.Context, owner string) error {
+	c := s.cfg.Controls
+	held, err := c.HeldTopics(ctx)
+	if err != nil || len(held) == 0 {
+		return err
+	}
+	sn, err := c.Controls(ctx)
+	if err != nil {
+		return err
+	}
+	for _, topic := range held {
+		ctl := sn.Of(topic)
+		if ctl.Paused {
+			continue
+		}
+		ok, err := c.Lease(ctx, topic, owner, leaseTTL)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		for range releaseRounds {
+			n, err := s.releaseTopic(ctx, topic, ctl)
+			if err != nil {
+				return err
+			}
+			if n < releaseBatch || ctl.Rate > 0 {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// releaseTopic delivers up to releaseBatch held tasks of topic that are
+// due (and that its bucket allows) and returns how many it read.
+func (s *Scanner) releaseTopic(ctx context.Context, topic string, ctl topicctl.Control) (int, error) {
+	c := s.cfg.Controls
+	now := time.Now()
+	refs, err := c.Held(ctx, topic, s.cutoff(now.Add(-settleMargin).UnixMilli()), releaseBatch)
+	if err != nil {
+		return 0, err
+	}
+	read := len(refs)
+	if read == 0 {
+		if !ctl.Holds() {
+			return 0, c.Forget(ctx, topic)
+		}
+		return 0, nil
+	}
+	if ctl.Rate > 0 {
+		n, err := c.Take(ctx, topic, ctl.Rate, len(refs), now)
+		if err != nil {
+			return 0, err
+		}
+		refs = refs[:n]
+	}
+	if len(refs) == 0 {
+		return read, nil
+	}
+	done, err := s.deliverHeld(ctx, topic, refs, ctl)
+	if err != nil {
+		return 0, err
+	}
+	return read, c.Release(ctx, topic, done)
+}
+
+// deliverHeld delivers the held refs of topic like a step delivers due
+// entries, except that the next occurrences of recurring tasks were
+// planned when they were held, and returns the refs settled: delivered,
+// cancelled, missing or sent to FailedTopic. Deliveries a write refused
+// are written alone (park.go) before it returns.
+func (s *Scanner) deliverHeld(ctx context.Context, topic string, refs []payload.Ref, ctl topicctl.Control) ([]payload.Ref, error) {
+	w := &worker{s: s, p: newPartition(-1), zsets: map[string]*zsetScan{}}
+	// z collects what settles. Its stand-in scan task keeps retryParked
+	// from removing its entries from the index: they are in no zset.
+	z := &zsetScan{key: "held:" + topic, index: -1, tasks: []scanTask{{}}}
+	tasks, bad, err := w.get(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var ds []*delivery
+	for i, task := range tasks {
+		e := entry{z: z, Entry: zset.Entry{ID: refs[i].ID, ExecAt: refs[i].ExecAt}}
+		switch {
+		case bad[i] != nil:
+			d := &delivery{entry: e, task: standIn(e), index: -1}
+			s.internal(d, bad[i])
+			ds = append(ds, d)
+		case task == nil:
+			s.missing(e)
+			e.settle()
+		case task.Cancel:
+			s.m.cancelled.Inc()
+			e.settle()
+		default:
+			d := w.deliveryFor(e, task)
+			d.held = true
+			if !d.failed {
+				s.expire(d, ctl, now)
+			}
+			ds = append(ds, d)
+		}
+	}
+	if len(ds) > 0 {
+		if err := w.deliver(ctx, ds); err != nil {
+			return nil, err
+		}
+	}
+	for len(w.parked) > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Until(w.parked[0].next)):
+		}
+		if err := w.retryParked(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]payload.Ref, len(z.settled))
+	for i, e := range z.settled {
+		out[i] = payload.Ref{ID: e.ID, ExecAt: e.ExecAt}
+	}
+	return out, nil
+}
+
+// gaugeTopics sets delayq_topic_paused and delayq_topic_held_tasks from
+// the controls; topics without a control or held tasks leave them.
+func (s *Scanner) gaugeTopics(ctx context.Context) error {
+	st, all, err := s.cfg.Controls.List(ctx)
+	if err != nil {
+		return err
+	}
+	s.cm.paused.Reset()
+	s.cm.heldTopics.Reset()
+	for _, t := range st {
+		paused := 0.0
+		if t.State(all) == "paused" {
+			paused = 1
+		}
+		s.cm.paused.WithLabelValues(t.Topic).Set(paused)
+		s.cm.heldTopics.WithLabelValues(t.Topic).Set(float64(t.Held))
+	}
+	return nil
+}
