@@ -29,7 +29,7 @@ const (
 
 var _ payload.IDStore = (*Store)(nil)
 
-// PutIDs writes id rows in chunks of PutBatch, a few chunks in flight. The
+// PutIDs writes id rows in even chunks of at most PutBatch, a few chunks in flight. The
 // cells of one write share one put, so a reader sees all of them or none;
 // their TTL is max(latest time − now, 0) + Retention, and a cancel without
 // a time keeps for MaxDelay + Retention (a task may still come due that
@@ -76,7 +76,7 @@ func (h *Store) PutIDs(ctx context.Context, writes []payload.IDWrite) (err error
 	return h.sendChunks(ctx, calls, func(int, []hrpc.RPCResult) error { return nil })
 }
 
-// GetIDs reads id rows with SendBatch, PutBatch rows a call.
+// GetIDs reads id rows with SendBatch, at most PutBatch rows a call.
 func (h *Store) GetIDs(ctx context.Context, ids []uint64) (_ []payload.IDState, err error) {
 	out := make([]payload.IDState, len(ids))
 	if len(ids) == 0 {
@@ -134,13 +134,15 @@ func (h *Store) GetIDs(ctx context.Context, ids []uint64) (_ []payload.IDState, 
 	return out, nil
 }
 
-// sendChunks sends calls in chunks of PutBatch, a few in flight, and hands
+// sendChunks sends calls in even chunks of at most PutBatch (chunkRows),
+// a few in flight, and hands
 // each chunk's results to fn with the chunk's first index.
 func (h *Store) sendChunks(ctx context.Context, calls []hrpc.Call, fn func(lo int, res []hrpc.RPCResult) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(inFlight)
-	for lo := 0; lo < len(calls); lo += h.batch {
-		hi := min(lo+h.batch, len(calls))
+	rows := h.chunkRows(len(calls))
+	for lo := 0; lo < len(calls); lo += rows {
+		hi := min(lo+rows, len(calls))
 		g.Go(func() error {
 			res, err := h.send(gctx, calls[lo:hi])
 			if err != nil {
