@@ -29,8 +29,9 @@ const (
 
 var _ payload.IDStore = (*Store)(nil)
 
-// PutIDs writes id rows in even chunks of at most PutBatch, a few chunks in flight. The
-// cells of one write share one put, so a reader sees all of them or none;
+// PutIDs writes id rows in even chunks of at most PutBatch, a few chunks
+// in flight. The cells of one write share one put, so a reader sees all of
+// them or none;
 // their TTL is max(latest time − now, 0) + Retention, and a cancel without
 // a time keeps for MaxDelay + Retention (a task may still come due that
 // long after it), capped at 100 years.
@@ -134,9 +135,9 @@ func (h *Store) GetIDs(ctx context.Context, ids []uint64) (_ []payload.IDState, 
 	return out, nil
 }
 
-// sendChunks sends calls in even chunks of at most PutBatch (chunkRows),
-// a few in flight, and hands
-// each chunk's results to fn with the chunk's first index.
+// sendChunks sends calls in even chunks of at most PutBatch (chunkRows), a
+// few in flight, and hands each chunk's results to fn with the chunk's
+// first index.
 func (h *Store) sendChunks(ctx context.Context, calls []hrpc.Call, fn func(lo int, res []hrpc.RPCResult) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(inFlight)

@@ -254,8 +254,8 @@ func (h *Store) Close() {
 }
 
 // Put writes tasks in even chunks of at most PutBatch rows (fewer when
-// their payloads add up to 8 MiB), a few chunks in flight at once. Every cell gets the TTL
-// max(ExecAt − now, 0) + Retention. On error some rows may be written;
+// their payloads add up to 8 MiB), a few chunks in flight at once. Every
+// cell gets the TTL max(ExecAt − now, 0) + Retention. On error some rows may be written;
 // putting them again is harmless.
 func (h *Store) Put(ctx context.Context, tasks []payload.Task) (err error) {
 	if len(tasks) == 0 {
