@@ -29,9 +29,8 @@ const (
 
 var _ payload.IDStore = (*Store)(nil)
 
-// PutIDs writes id rows in even chunks of at most PutBatch, a few chunks
-// in flight. The cells of one write share one put, so a reader sees all of
-// them or none;
+// PutIDs writes id rows in chunks of PutBatch, a few chunks in flight. The
+// cells of one write share one put, so a reader sees all of them or none;
 // their TTL is max(latest time − now, 0) + Retention, and a cancel without
 // a time keeps for MaxDelay + Retention (a task may still come due that
 // long after it), capped at 100 years.
@@ -77,7 +76,7 @@ func (h *Store) PutIDs(ctx context.Context, writes []payload.IDWrite) (err error
 	return h.sendChunks(ctx, calls, func(int, []hrpc.RPCResult) error { return nil })
 }
 
-// GetIDs reads id rows with SendBatch, at most PutBatch rows a call.
+// GetIDs reads id rows with SendBatch, PutBatch rows a call.
 func (h *Store) GetIDs(ctx context.Context, ids []uint64) (_ []payload.IDState, err error) {
 	out := make([]payload.IDState, len(ids))
 	if len(ids) == 0 {
