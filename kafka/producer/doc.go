@@ -7,7 +7,9 @@
 // partition, as long as the partition count stays) and has no Topic of its
 // own: every message names its topic. It asks the brokers for partition
 // leaders every second (kafkaauth.MetadataTTL; kafka-go's 6 s meant 6 s of failed
-// writes after a leader moved). One writer serves all topics of a
+// writes after a leader moved). The partition count of a topic, which
+// the writer asks for with every message, is answered from a per-topic
+// cache of the same age (partitions.go). One writer serves all topics of a
 // process; it is safe for concurrent use and runs its own goroutines until
 // Close.
 //

@@ -69,6 +69,7 @@ func New(cfg Config) *kafka.Writer {
 		tr.ClientID = cfg.ClientID
 		w.Transport = tr
 	}
+	w.Transport = newPartitionCache(w.Transport, kafkaauth.MetadataTTL)
 	if cfg.Logger != nil {
 		w.ErrorLogger = klog.Logger(cfg.Logger.With("component", "kafka_writer"))
 	}

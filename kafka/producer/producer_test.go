@@ -28,13 +28,13 @@ func TestNew(t *testing.T) {
 	if w.Topic != "" || w.AllowAutoTopicCreation || w.Async {
 		t.Errorf("Topic %q, AllowAutoTopicCreation %v, Async %v", w.Topic, w.AllowAutoTopicCreation, w.Async)
 	}
-	if tr, ok := w.Transport.(*kafka.Transport); !ok || tr.MetadataTTL != time.Second {
+	if tr, ok := transport(w).(*kafka.Transport); !ok || tr.MetadataTTL != time.Second {
 		t.Errorf("Transport = %+v, want one whose leaders are 1 s old at most", w.Transport)
 	}
 	if w.Addr.String() != "127.0.0.1:9092" || w.BatchSize != 1000 {
 		t.Errorf("Addr %v, BatchSize %d", w.Addr, w.BatchSize)
 	}
-	if w.Transport != kafkaauth.Plaintext() {
+	if transport(w) != kafkaauth.Plaintext() {
 		t.Errorf("Transport %+v without a ClientID, want the shared plaintext one", w.Transport)
 	}
 	w2 := New(Config{Brokers: []string{"a:1", "b:2"}, BatchSize: 10, BatchTimeout: time.Second, Async: true, ClientID: "delayd/v1.2.3", AutoCreateTopics: true})
@@ -42,9 +42,17 @@ func TestNew(t *testing.T) {
 	if w2.BatchSize != 10 || w2.BatchTimeout != time.Second || !w2.Async || w2.Addr.String() != "a:1,b:2" || !w2.AllowAutoTopicCreation {
 		t.Errorf("configured writer: %+v", w2)
 	}
-	if tr, ok := w2.Transport.(*kafka.Transport); !ok || tr.ClientID != "delayd/v1.2.3" || tr.MetadataTTL != time.Second {
+	if tr, ok := transport(w2).(*kafka.Transport); !ok || tr.ClientID != "delayd/v1.2.3" || tr.MetadataTTL != time.Second {
 		t.Errorf("Transport %+v, want ClientID delayd/v1.2.3", w2.Transport)
 	}
+}
+
+// transport is the transport under w's partition cache.
+func transport(w *kafka.Writer) kafka.RoundTripper {
+	if c, ok := w.Transport.(*partitionCache); ok {
+		return c.next
+	}
+	return nil
 }
 
 // TestNoAutoCreate: on brokers that would auto-create a topic, a write to

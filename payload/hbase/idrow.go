@@ -134,13 +134,15 @@ func (h *Store) GetIDs(ctx context.Context, ids []uint64) (_ []payload.IDState, 
 	return out, nil
 }
 
-// sendChunks sends calls in chunks of PutBatch, a few in flight, and hands
-// each chunk's results to fn with the chunk's first index.
+// sendChunks sends calls in even chunks of at most PutBatch (chunkRows), a
+// few in flight, and hands each chunk's results to fn with the chunk's
+// first index.
 func (h *Store) sendChunks(ctx context.Context, calls []hrpc.Call, fn func(lo int, res []hrpc.RPCResult) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(inFlight)
-	for lo := 0; lo < len(calls); lo += h.batch {
-		hi := min(lo+h.batch, len(calls))
+	rows := h.chunkRows(len(calls))
+	for lo := 0; lo < len(calls); lo += rows {
+		hi := min(lo+rows, len(calls))
 		g.Go(func() error {
 			res, err := h.send(gctx, calls[lo:hi])
 			if err != nil {
