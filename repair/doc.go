@@ -1,0 +1,63 @@
+// Package repair heals the Redis index (package zset) from the payload
+// store: HBase holds every task and its id row, Redis only when each is
+// due, so whatever Redis loses can be read back from HBase.
+//
+// # Detection (Watcher)
+//
+// The hash {prefix}:generation is the index's generation marker:
+//
+//	id      random, written when a repair completes
+//	replid  master_replid of the Redis that held it (INFO replication)
+//	lost    unix ms of a detected loss whose repair has not completed
+//	cause   what showed the loss: generation or replid
+//	since   unix ms of the last completed repair
+//
+// Every delayd checks it at start and every WatchConfig.Interval. A Redis
+// that is new, restarted without its data or flushed lacks the id; a
+// replica promoted by a failover answers with another master_replid (not
+// checked on a Redis Cluster, where INFO answers for one node). Either
+// way the first process to see it records lost = now (HSETNX: the first
+// detection stands, so a repair that dies is redone over the same range)
+// and every process tries the redsync lock {prefix}:repair:lock; the one
+// that takes it repairs, extending the lock while it runs, and closes the
+// loss with a Lua script that writes a new id only while lost is still the
+// one it repaired. A Redis flushed again mid-repair has no lost field
+// then, and the next check starts over.
+//
+// # Repair (Run)
+//
+// Run scans the task rows due in [From, To) over every salt in due-time
+// order (the scan of delayctl backfill), reads the id rows of each batch
+// and asks Decide which rows are pending: not cancelled (the row's d:c or
+// the id's d:x), and the id's current due time (d:a after a reschedule or
+// a recurring series' next occurrence, else d:s) is the row's own. So a
+// moved task is indexed at its new time only, a series only at its next
+// occurrence, and a cancelled one not at all. It checks each such row in
+// the index (zset.Index.Pending) and adds the missing ones (zset.Index.Add,
+// idempotent: an entry already there stays one entry).
+//
+// The automatic repair covers [lost − Lookback, lost + MaxDelay + Margin):
+// every task pending at the loss, and those that had fallen due at most
+// Lookback before it. It leaves out tasks whose id row a message recorded
+// after lost + Margin wrote (d:sr, d:rr): ingest has indexed those in the
+// new index, and one that fell due since may have been delivered already.
+//
+// # What it does not need
+//
+// Deliveries go on while it runs: an entry it adds late is delivered late
+// (by at most the repair's duration), an overdue one at once. Cancels need
+// no hold of their own: the scanner reads the task row before delivering
+// and skips a row with a cancel marker, so a cancel stored before, during
+// or after the repair wins over an entry the repair adds; a cancel by id
+// alone marks the row at the id's current due time, which is the only row
+// the repair indexes. The ingest watermarks ({prefix}:marks) are written
+// again by every ingest within 200 ms, and the offered/pending/families
+// hashes and the segment registry are rebuilt by the Adds the repair makes.
+//
+// # Goroutines
+//
+// Run starts up to Checkers goroutines per batch and waits for them.
+// Watcher.Run checks on its caller's goroutine; while it repairs, one more
+// goroutine extends the lock. Both return only after everything they
+// started has ended.
+package repair

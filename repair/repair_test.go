@@ -1,0 +1,228 @@
+package repair
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/taskstate"
+	"github.com/delayq/delayq/zset"
+)
+
+func TestDecide(t *testing.T) {
+	const at = 1_000_000
+	tests := []struct {
+		name string
+		task payload.Task
+		st   taskstate.State
+		want Verdict
+	}{
+		{"submitted", payload.Task{ExecAt: at}, taskstate.State{Submitted: at}, Pending},
+		{"no id row", payload.Task{ExecAt: at}, taskstate.State{}, Pending},
+		{"row cancelled", payload.Task{ExecAt: at, Cancel: true}, taskstate.State{Submitted: at}, Cancelled},
+		{"id cancelled", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, Cancelled: true}, Cancelled},
+		{"moved away", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, At: at + 5}, Moved},
+		{"moved here", payload.Task{ExecAt: at + 5}, taskstate.State{Submitted: at, At: at + 5}, Pending},
+		{"resubmitted elsewhere", payload.Task{ExecAt: at}, taskstate.State{Submitted: at + 9}, Moved},
+		{"past occurrence", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, At: at + 60_000}, Moved},
+		{"recorded after", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, SubmitRecorded: 501}, Recent},
+		{"moved after", payload.Task{ExecAt: at + 5}, taskstate.State{Submitted: at, At: at + 5, SubmitRecorded: 1, MoveRecorded: 501}, Recent},
+		{"recorded before", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, SubmitRecorded: 500}, Pending},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Decide(tc.task, tc.st, 500); got != tc.want {
+				t.Fatalf("Decide = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// fixture stores tasks in a Memory store: n plain ones due at base+i s,
+// and one of each kind the repair must leave out or index once.
+type fixture struct {
+	store   *payload.Memory
+	ix      *zset.Index
+	base    int64
+	plain   []zset.Entry
+	extra   []zset.Entry // pending besides plain: the moved task's new row, the series' next occurrence, a row without id row
+	skipped []zset.Entry // never to be indexed
+}
+
+func newFixture(t *testing.T, n int) *fixture {
+	t.Helper()
+	ctx := t.Context()
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { c.Close() })
+	ix, err := zset.New(c, zset.Config{Prefix: "t", Segment: time.Minute, Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{store: payload.NewMemory(), ix: ix, base: time.Now().Add(time.Hour).UnixMilli()}
+	var tasks []payload.Task
+	var ids []payload.IDWrite
+	task := func(name string, at int64, cancel bool) payload.Task {
+		t := payload.Task{ID: payload.TaskID(name), Name: name, Topic: "orders", ExecAt: at, Value: []byte("v"), Cancel: cancel}
+		tasks = append(tasks, t)
+		return t
+	}
+	for i := range n {
+		tk := task(fmt.Sprintf("plain-%d", i), f.base+int64(i)*1000, false)
+		ids = append(ids, payload.IDWrite{ID: tk.ID, Submitted: tk.ExecAt, SubmitRecorded: 1})
+		f.plain = append(f.plain, zset.Entry{ID: tk.ID, ExecAt: tk.ExecAt})
+	}
+	// Cancelled by id and due time: the cancel marker in its row.
+	c1 := task("cancelled-row", f.base+10, false)
+	task("cancelled-row", f.base+10, true)
+	ids = append(ids, payload.IDWrite{ID: c1.ID, Submitted: c1.ExecAt})
+	// Cancelled by id alone.
+	c2 := task("cancelled-id", f.base+20, false)
+	ids = append(ids, payload.IDWrite{ID: c2.ID, Submitted: c2.ExecAt, Cancel: true})
+	// Rescheduled: the old row (left unmarked here, as a crash between
+	// copy and marker would) and its copy at the id's current due time.
+	r := task("moved", f.base+30, false)
+	rNew := task("moved", f.base+90_000, false)
+	ids = append(ids, payload.IDWrite{ID: r.ID, Submitted: r.ExecAt, At: rNew.ExecAt})
+	// A series: a past occurrence's row and the next one's.
+	s0 := task("series", f.base+40, false)
+	s1 := task("series", f.base+120_000, false)
+	ids = append(ids, payload.IDWrite{ID: s0.ID, Submitted: s0.ExecAt, At: s1.ExecAt})
+	// A row without an id row (written before id rows existed).
+	legacy := task("legacy", f.base+50, false)
+	if err := f.store.Put(ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.PutIDs(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	e := func(tk payload.Task) zset.Entry { return zset.Entry{ID: tk.ID, ExecAt: tk.ExecAt} }
+	f.extra = []zset.Entry{e(rNew), e(s1), e(legacy)}
+	f.skipped = []zset.Entry{e(c1), e(c2), e(r), e(s0)}
+	return f
+}
+
+func (f *fixture) pending(t *testing.T, entries []zset.Entry) int {
+	t.Helper()
+	n := 0
+	for _, e := range entries {
+		ok, err := f.ix.Pending(context.Background(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRun(t *testing.T) {
+	f := newFixture(t, 200)
+	ctx := t.Context()
+	// Half of the plain tasks are still indexed.
+	if err := f.ix.Add(ctx, time.Now(), f.plain[:100]); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{From: f.base, To: f.base + time.Hour.Milliseconds(), BatchSize: 64}
+	wantMissing := int64(100 + len(f.extra))
+
+	dry := cfg
+	dry.DryRun = true
+	stats, err := Run(ctx, dry, f.store, f.ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Reindexed != wantMissing || stats.Present != 100 || stats.Cancelled != 2 || stats.Moved != 2 || stats.Resume != cfg.To {
+		t.Fatalf("dry run: %+v, want %d missing, 100 present, 2 cancelled (a marked row, an id), 2 moved", stats, wantMissing)
+	}
+	if got := f.pending(t, f.plain); got != 100 {
+		t.Fatalf("dry run wrote: %d plain tasks indexed, want 100", got)
+	}
+
+	stats, err = Run(ctx, cfg, f.store, f.ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Reindexed != wantMissing || stats.Overdue != 0 {
+		t.Fatalf("repair: %+v, want %d re-indexed, none overdue", stats, wantMissing)
+	}
+	if got := f.pending(t, append(append([]zset.Entry{}, f.plain...), f.extra...)); got != len(f.plain)+len(f.extra) {
+		t.Fatalf("after repair %d of %d pending tasks indexed", got, len(f.plain)+len(f.extra))
+	}
+	if got := f.pending(t, f.skipped); got != 0 {
+		t.Fatalf("repair indexed %d cancelled or moved rows", got)
+	}
+	backlog := func() int64 {
+		segs, err := f.ix.Backlog(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, s := range segs {
+			n += s.Pending
+		}
+		return n
+	}
+	before := backlog()
+
+	stats, err = Run(ctx, cfg, f.store, f.ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Reindexed != 0 || stats.Present != int64(len(f.plain)+len(f.extra)) {
+		t.Fatalf("second repair: %+v, want nothing re-indexed", stats)
+	}
+	if after := backlog(); after != before || after != int64(len(f.plain)+len(f.extra)) {
+		t.Fatalf("backlog %d after the second repair, %d before, want %d", after, before, len(f.plain)+len(f.extra))
+	}
+}
+
+func TestRunRecordedAfter(t *testing.T) {
+	f := newFixture(t, 10)
+	ctx := t.Context()
+	// The plain tasks were recorded at 1: after 0 is everything, after 1
+	// is none of them.
+	cfg := Config{From: f.base, To: f.base + time.Hour.Milliseconds(), DryRun: true, RecordedAfter: 0}
+	all, err := Run(ctx, cfg, f.store, f.ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RecordedAfter = 1
+	some, err := Run(ctx, cfg, f.store, f.ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RecordedAfter = 0
+	if all.Recent != 0 || some.Recent != 0 || some.Reindexed != all.Reindexed {
+		t.Fatalf("recorded at 1, after 1: %+v; no limit: %+v", some, all)
+	}
+	if err := f.store.PutIDs(ctx, []payload.IDWrite{{ID: f.plain[0].ID, SubmitRecorded: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.RecordedAfter = 1
+	some, err = Run(ctx, cfg, f.store, f.ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if some.Recent != 1 || some.Reindexed != all.Reindexed-1 {
+		t.Fatalf("one recorded at 2: %+v", some)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := (Config{From: 10, To: 10}).Validate(); err == nil {
+		t.Fatal("empty range accepted")
+	}
+	if err := (Config{From: -1, To: 10, BatchSize: -1}).Validate(); err == nil {
+		t.Fatal("negative from and batch accepted")
+	}
+	if err := (WatchConfig{}).Validate(); err == nil {
+		t.Fatal("watch config without prefix accepted")
+	}
+}

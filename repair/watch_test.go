@@ -1,0 +1,80 @@
+package repair
+
+import (
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/zset"
+)
+
+func TestWatcherRepairsAfterFlush(t *testing.T) {
+	f := newFixture(t, 50)
+	ctx := t.Context()
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { c.Close() })
+	ix, err := zset.New(c, zset.Config{Prefix: "w", Segment: time.Minute, Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ix = ix
+	reg := prometheus.NewRegistry()
+	metrics, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(WatchConfig{Prefix: "w", Metrics: metrics}, c, f.store, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(f.plain) + len(f.extra)
+
+	// A Redis delayd never used: nothing indexed yet, so the first check
+	// repairs everything the store holds.
+	if ok, err := w.Check(ctx); err != nil || !ok {
+		t.Fatalf("first check: repaired %v, %v", ok, err)
+	}
+	if got := f.pending(t, append(append([]zset.Entry{}, f.plain...), f.extra...)); got != want {
+		t.Fatalf("%d of %d indexed after the first check", got, want)
+	}
+	if ok, err := w.Check(ctx); err != nil || ok {
+		t.Fatalf("second check: repaired %v, %v; want nothing to do", ok, err)
+	}
+	m.FlushAll()
+	if ok, err := w.Check(ctx); err != nil || !ok {
+		t.Fatalf("check after FLUSHALL: repaired %v, %v", ok, err)
+	}
+	if got := f.pending(t, append(append([]zset.Entry{}, f.plain...), f.extra...)); got != want {
+		t.Fatalf("%d of %d indexed after the flush", got, want)
+	}
+	if got := f.pending(t, f.skipped); got != 0 {
+		t.Fatalf("%d cancelled or moved rows indexed", got)
+	}
+	if got := testutil.ToFloat64(metrics.reindexedTotal); got != float64(2*want) {
+		t.Fatalf("delayq_repair_reindexed_total = %v, want %d", got, 2*want)
+	}
+	if got := testutil.ToFloat64(metrics.detected.WithLabelValues("generation")); got != 2 {
+		t.Fatalf("losses detected = %v, want 2", got)
+	}
+	if got := testutil.CollectAndCount(metrics.duration); got != 1 {
+		t.Fatalf("duration histogram: %d series", got)
+	}
+
+	// A repair that another process holds the lock of is left to it.
+	m.FlushAll()
+	if err := c.Set(ctx, "w:repair:lock", "someone", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := w.Check(ctx); err != nil || ok {
+		t.Fatalf("check with the lock taken: repaired %v, %v", ok, err)
+	}
+	gm, err := w.gen.Read(ctx)
+	if err != nil || gm.Lost == 0 || gm.Cause != "generation" {
+		t.Fatalf("marker while another repairs: %+v, %v", gm, err)
+	}
+}
