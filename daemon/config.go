@@ -113,6 +113,12 @@ type Config struct {
 	APIInsecure  bool
 	ConsoleHosts []string
 	APIRate      float64
+	// RepairInterval is how often delayd checks that the Redis index lost
+	// nothing (package repair); default 5s, negative: never (a lost index
+	// is then repaired only by delayctl repair). RepairLookback is how far
+	// before a detected loss the repair starts; default 1m.
+	RepairInterval time.Duration
+	RepairLookback time.Duration
 	// Serve are the limits of both HTTP servers (HTTP and API): timeouts
 	// and the connection cap; zero means httpserve's defaults.
 	Serve httpserve.Config
@@ -135,6 +141,7 @@ var AllRoles = []string{RoleIngest, RoleDispatcher, RoleScanner}
 var KnownRoles = append(slices.Clone(AllRoles), RoleAPI)
 
 func (c *Config) setDefaults() {
+	c.repairDefaults()
 	if len(c.Brokers) == 0 {
 		c.Brokers = []string{topics.DefaultBroker}
 	}

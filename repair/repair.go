@@ -43,12 +43,14 @@ type Config struct {
 	From, To int64
 	// DryRun counts what is missing from the index and writes nothing.
 	DryRun bool
-	// RecordedAfter, when not 0, leaves out tasks whose id row was last
-	// written by a message recorded after it (unix ms): the automatic
-	// repair passes the loss's detection time plus a margin, since ingest
-	// indexed those in the new index, and one of them that fell due and
-	// was delivered since must not be indexed again.
-	RecordedAfter int64
+	// Recorded, when set, keeps only the tasks whose id row was last
+	// written by a message recorded in it (d:sr, d:rr). The automatic
+	// repair ends it at the loss's detection time plus a margin: ingest
+	// indexed later tasks in the new index, and one of them that fell due
+	// and was delivered since must not be indexed again. After a failover
+	// it also starts it shortly before the loss: only recent writes can
+	// have been lost with the old master.
+	Recorded Window
 	// BatchSize is the most rows checked and indexed together (default 500).
 	BatchSize int
 	// Checkers is how many index checks run at once (default 16).
@@ -92,8 +94,16 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Window is a span of record times, unix ms: From <= t <= To; 0 leaves a
+// side open.
+type Window struct{ From, To int64 }
+
+func (w Window) contains(t int64) bool {
+	return (w.From == 0 || t >= w.From) && (w.To == 0 || t <= w.To)
+}
+
 // Stats counts what Run did. Scanned = Reindexed + Present + Cancelled +
-// Moved + Recent, except for the rows of a batch that failed.
+// Moved + Unrecorded, except for the rows of a batch that failed.
 type Stats struct {
 	Scanned   int64 // task rows read in [From, To)
 	Reindexed int64 // missing from the index and indexed (a dry run: missing)
@@ -103,7 +113,8 @@ type Stats struct {
 	Present   int64 // already in the index
 	Cancelled int64 // skipped: the row or its id is cancelled
 	Moved     int64 // skipped: the id's current due time is another row's
-	Recent    int64 // skipped: recorded after RecordedAfter
+	// Unrecorded: skipped, recorded outside Config.Recorded.
+	Unrecorded int64
 	// Position is the due time (unix ms) of the last row scanned.
 	Position int64
 	// Resume is where a rerun should start: every row due before it has
@@ -116,27 +127,27 @@ type Verdict int
 
 // Verdicts.
 const (
-	Pending   Verdict = iota // current and pending: it belongs in the index
-	Cancelled                // the row or its id is cancelled
-	Moved                    // the id's current due time is another row
-	Recent                   // recorded after the loss: the new index has it
+	Pending    Verdict = iota // current and pending: it belongs in the index
+	Cancelled                 // the row or its id is cancelled
+	Moved                     // the id's current due time is another row
+	Unrecorded                // recorded outside the window
 )
 
 // Decide says whether the task row t belongs in the index, given its id
-// row st (zero when there is none) and recordedAfter (0: no limit). It is
+// row st (zero when there is none) and the window of record times. It is
 // the rule the scanner and payload.State follow: the id row's current due
 // time (a reschedule's, or a recurring series' next occurrence) names the
 // one row of the id that is pending; every other row of it was delivered,
 // moved away or superseded. A row without an id row (written before id
 // rows existed) is pending unless cancelled.
-func Decide(t payload.Task, st taskstate.State, recordedAfter int64) Verdict {
+func Decide(t payload.Task, st taskstate.State, recorded Window) Verdict {
 	switch due := st.Due(); {
 	case t.Cancel || st.Cancelled:
 		return Cancelled
 	case due != 0 && due != t.ExecAt:
 		return Moved
-	case recordedAfter != 0 && max(st.SubmitRecorded, st.MoveRecorded) > recordedAfter:
-		return Recent
+	case recorded != (Window{}) && !recorded.contains(max(st.SubmitRecorded, st.MoveRecorded)):
+		return Unrecorded
 	}
 	return Pending
 }
@@ -215,13 +226,13 @@ func (r *run) flush(ctx context.Context) error {
 	var keep []zset.Entry
 	var stats Stats
 	for i, e := range r.batch {
-		switch Decide(payload.Task{ID: e.ID, ExecAt: e.ExecAt}, states[i], r.cfg.RecordedAfter) {
+		switch Decide(payload.Task{ID: e.ID, ExecAt: e.ExecAt}, states[i], r.cfg.Recorded) {
 		case Cancelled:
 			stats.Cancelled++
 		case Moved:
 			stats.Moved++
-		case Recent:
-			stats.Recent++
+		case Unrecorded:
+			stats.Unrecorded++
 		default:
 			keep = append(keep, e)
 		}
@@ -249,7 +260,7 @@ func (r *run) flush(ctx context.Context) error {
 	r.stats.Present += stats.Present
 	r.stats.Cancelled += stats.Cancelled
 	r.stats.Moved += stats.Moved
-	r.stats.Recent += stats.Recent
+	r.stats.Unrecorded += stats.Unrecorded
 	r.stats.Resume = max(r.stats.Resume, r.stats.Position)
 	r.batch = r.batch[:0]
 	r.progress()

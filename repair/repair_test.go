@@ -21,22 +21,27 @@ func TestDecide(t *testing.T) {
 		task payload.Task
 		st   taskstate.State
 		want Verdict
+		w    Window // of record times
 	}{
-		{"submitted", payload.Task{ExecAt: at}, taskstate.State{Submitted: at}, Pending},
-		{"no id row", payload.Task{ExecAt: at}, taskstate.State{}, Pending},
-		{"row cancelled", payload.Task{ExecAt: at, Cancel: true}, taskstate.State{Submitted: at}, Cancelled},
-		{"id cancelled", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, Cancelled: true}, Cancelled},
-		{"moved away", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, At: at + 5}, Moved},
-		{"moved here", payload.Task{ExecAt: at + 5}, taskstate.State{Submitted: at, At: at + 5}, Pending},
-		{"resubmitted elsewhere", payload.Task{ExecAt: at}, taskstate.State{Submitted: at + 9}, Moved},
-		{"past occurrence", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, At: at + 60_000}, Moved},
-		{"recorded after", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, SubmitRecorded: 501}, Recent},
-		{"moved after", payload.Task{ExecAt: at + 5}, taskstate.State{Submitted: at, At: at + 5, SubmitRecorded: 1, MoveRecorded: 501}, Recent},
-		{"recorded before", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, SubmitRecorded: 500}, Pending},
+		{"submitted", payload.Task{ExecAt: at}, taskstate.State{Submitted: at}, Pending, Window{}},
+		{"no id row", payload.Task{ExecAt: at}, taskstate.State{}, Pending, Window{}},
+		{"row cancelled", payload.Task{ExecAt: at, Cancel: true}, taskstate.State{Submitted: at}, Cancelled, Window{}},
+		{"id cancelled", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, Cancelled: true}, Cancelled, Window{}},
+		{"moved away", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, At: at + 5}, Moved, Window{}},
+		{"moved here", payload.Task{ExecAt: at + 5}, taskstate.State{Submitted: at, At: at + 5}, Pending, Window{}},
+		{"resubmitted elsewhere", payload.Task{ExecAt: at}, taskstate.State{Submitted: at + 9}, Moved, Window{}},
+		{"past occurrence", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, At: at + 60_000}, Moved, Window{}},
+		{"recorded after", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, SubmitRecorded: 501}, Unrecorded, Window{From: 100, To: 500}},
+		{"moved after", payload.Task{ExecAt: at + 5}, taskstate.State{Submitted: at, At: at + 5, SubmitRecorded: 101, MoveRecorded: 501}, Unrecorded, Window{From: 100, To: 500}},
+		{"unknown record time, no window", payload.Task{ExecAt: at}, taskstate.State{Submitted: at}, Pending, Window{}},
+		{"unknown record time, a window", payload.Task{ExecAt: at}, taskstate.State{Submitted: at}, Unrecorded, Window{From: 100}},
+		{"recorded in", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, SubmitRecorded: 500}, Pending, Window{From: 100, To: 500}},
+		{"recorded before", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, SubmitRecorded: 99}, Unrecorded, Window{From: 100, To: 500}},
+		{"moved in", payload.Task{ExecAt: at + 5}, taskstate.State{Submitted: at, At: at + 5, SubmitRecorded: 1, MoveRecorded: 100}, Pending, Window{From: 100, To: 500}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Decide(tc.task, tc.st, 500); got != tc.want {
+			if got := Decide(tc.task, tc.st, tc.w); got != tc.want {
 				t.Fatalf("Decide = %d, want %d", got, tc.want)
 			}
 		})
@@ -183,35 +188,30 @@ func TestRun(t *testing.T) {
 	}
 }
 
-func TestRunRecordedAfter(t *testing.T) {
+func TestRunRecordedWindow(t *testing.T) {
 	f := newFixture(t, 10)
 	ctx := t.Context()
-	// The plain tasks were recorded at 1: after 0 is everything, after 1
-	// is none of them.
-	cfg := Config{From: f.base, To: f.base + time.Hour.Milliseconds(), DryRun: true, RecordedAfter: 0}
-	all, err := Run(ctx, cfg, f.store, f.ix)
-	if err != nil {
-		t.Fatal(err)
+	run := func(w Window) Stats {
+		t.Helper()
+		stats, err := Run(ctx, Config{From: f.base, To: f.base + time.Hour.Milliseconds(), DryRun: true, Recorded: w}, f.store, f.ix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stats
 	}
-	cfg.RecordedAfter = 1
-	some, err := Run(ctx, cfg, f.store, f.ix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.RecordedAfter = 0
-	if all.Recent != 0 || some.Recent != 0 || some.Reindexed != all.Reindexed {
-		t.Fatalf("recorded at 1, after 1: %+v; no limit: %+v", some, all)
+	all := run(Window{})
+	// The plain tasks were recorded at 1, the others at 0 (unknown).
+	if got := run(Window{To: 1}); got.Unrecorded != 0 || got.Reindexed != all.Reindexed {
+		t.Fatalf("window up to 1: %+v; no window: %+v", got, all)
 	}
 	if err := f.store.PutIDs(ctx, []payload.IDWrite{{ID: f.plain[0].ID, SubmitRecorded: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	cfg.RecordedAfter = 1
-	some, err = Run(ctx, cfg, f.store, f.ix)
-	if err != nil {
-		t.Fatal(err)
+	if got := run(Window{To: 1}); got.Unrecorded != 1 || got.Reindexed != all.Reindexed-1 {
+		t.Fatalf("window up to 1, one recorded at 2: %+v", got)
 	}
-	if some.Recent != 1 || some.Reindexed != all.Reindexed-1 {
-		t.Fatalf("one recorded at 2: %+v", some)
+	if got := run(Window{From: 2}); got.Unrecorded != int64(len(f.plain)-1+len(f.extra)) || got.Reindexed != 1 {
+		t.Fatalf("window from 2: %+v", got)
 	}
 }
 

@@ -20,6 +20,7 @@ const (
 	DefaultLookback   = time.Minute
 	DefaultMargin     = 10 * time.Second
 	DefaultLockExpiry = 30 * time.Second
+	DefaultFailover   = 2 * time.Minute
 )
 
 // WatchConfig configures a Watcher. Prefix is the index's key prefix; the
@@ -42,10 +43,25 @@ type WatchConfig struct {
 	// the loss (indexed in the new index by ingest) from those before
 	// (default 10 s; it covers producer clocks running ahead).
 	Margin time.Duration
+	// FollowReplID makes a change of the master's replication id a loss
+	// (delayd sets it when it reaches Redis through Sentinel): a replica
+	// promoted by a failover may lack the last writes its master
+	// acknowledged. A plain Redis restarted from its AOF gets a new id too,
+	// and may lose its last second of writes as well (appendfsync
+	// everysec), but it is not followed unless this is set.
+	FollowReplID bool
+	// Failover is how far before its detection a loss seen by a changed
+	// replication id may have started (default 2 min): such a repair only
+	// indexes tasks recorded since then, the writes a failover can lose.
+	Failover time.Duration
 	// LockExpiry is the repair lock's expiry, extended while the repair
 	// runs (default 30 s): a process that dies mid-repair hands it over
 	// after that.
 	LockExpiry time.Duration
+	// FlagTTL is how long the op flags the repair sets again live: the op
+	// lifetime, delayd's --max-delay + --retention (default MaxDelay + 7
+	// days).
+	FlagTTL time.Duration
 	// BatchSize and Checkers go to Config.
 	BatchSize, Checkers int
 	Logger              *slog.Logger
@@ -63,6 +79,8 @@ func (c *WatchConfig) setDefaults() {
 	def(&c.MaxDelay, payload.DefaultMaxDelay)
 	def(&c.Margin, DefaultMargin)
 	def(&c.LockExpiry, DefaultLockExpiry)
+	def(&c.Failover, DefaultFailover)
+	def(&c.FlagTTL, c.MaxDelay+7*24*time.Hour)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -75,7 +93,7 @@ func (c WatchConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: empty prefix", ErrConfig))
 	}
 	for name, d := range map[string]time.Duration{
-		"interval": c.Interval, "lookback": c.Lookback, "max delay": c.MaxDelay, "margin": c.Margin,
+		"interval": c.Interval, "lookback": c.Lookback, "max delay": c.MaxDelay, "margin": c.Margin, "failover": c.Failover, "flag ttl": c.FlagTTL,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%w: %s %v is negative", ErrConfig, name, d))
@@ -87,6 +105,25 @@ func (c WatchConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// WatchStore is what a Watcher reads from the payload store.
+type WatchStore interface {
+	Store
+	OpScanner
+}
+
+// WatchIndex is what a Watcher writes into the index.
+type WatchIndex interface {
+	Index
+	Flagger
+}
+
+// Causes of a loss (Marker.Cause, the cause label of
+// delayq_repair_loss_detected_total).
+const (
+	causeGeneration = "generation" // the marker's id is gone: a new, flushed or wiped Redis
+	causeReplID     = "replid"     // the master's replication id changed: a failover
+)
+
 // Watcher detects that the Redis index lost data and repairs it from the
 // store. Every delayd runs one; a redsync lock lets one repair at a time.
 type Watcher struct {
@@ -94,15 +131,15 @@ type Watcher struct {
 	client redis.UniversalClient
 	gen    *Generation
 	rs     *redsync.Redsync
-	store  Store
-	ix     Index
+	store  WatchStore
+	ix     WatchIndex
 	log    *slog.Logger
 	failed bool // the last check failed (a WARN was logged)
 }
 
 // NewWatcher returns a Watcher of the index ix on client, repairing from
 // store.
-func NewWatcher(cfg WatchConfig, client redis.UniversalClient, store Store, ix Index) (*Watcher, error) {
+func NewWatcher(cfg WatchConfig, client redis.UniversalClient, store WatchStore, ix WatchIndex) (*Watcher, error) {
 	cfg.setDefaults()
 	err := cfg.Validate()
 	if client == nil || store == nil || ix == nil {
@@ -153,17 +190,19 @@ func (w *Watcher) Check(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	replID, err := ReplID(ctx, w.client)
-	if err != nil {
-		return false, err
+	var replID string
+	if w.cfg.FollowReplID {
+		if replID, err = ReplID(ctx, w.client); err != nil {
+			return false, err
+		}
 	}
 	if m.Lost == 0 {
 		cause := ""
 		switch {
 		case m.ID == "":
-			cause = "generation"
+			cause = causeGeneration
 		case m.ReplID != "" && replID != "" && m.ReplID != replID:
-			cause = "replid"
+			cause = causeReplID
 		case m.ReplID == "" && replID != "":
 			return false, w.gen.SetReplID(ctx, replID)
 		default:
@@ -215,16 +254,23 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 	}()
 
 	cfg := Config{
-		From:          max(m.Lost-w.cfg.Lookback.Milliseconds(), 0),
-		To:            m.Lost + w.cfg.MaxDelay.Milliseconds() + w.cfg.Margin.Milliseconds() + 1,
-		RecordedAfter: m.Lost + w.cfg.Margin.Milliseconds(),
-		BatchSize:     w.cfg.BatchSize, Checkers: w.cfg.Checkers, Metrics: w.cfg.Metrics,
+		From:      max(m.Lost-w.cfg.Lookback.Milliseconds(), 0),
+		To:        m.Lost + w.cfg.MaxDelay.Milliseconds() + w.cfg.Margin.Milliseconds() + 1,
+		Recorded:  Window{To: m.Lost + w.cfg.Margin.Milliseconds()},
+		BatchSize: w.cfg.BatchSize, Checkers: w.cfg.Checkers, Metrics: w.cfg.Metrics,
+	}
+	if m.Cause == causeReplID {
+		cfg.Recorded.From = m.Lost - w.cfg.Failover.Milliseconds()
 	}
 	w.log.Info("index repair started", "from", payload.FormatTime(cfg.From), "to", payload.FormatTime(cfg.To),
 		"lost_at", payload.FormatTime(m.Lost), "cause", m.Cause)
 	done := w.cfg.Metrics.start()
 	start := time.Now()
 	stats, err := Run(rctx, cfg, w.store, w.ix)
+	var flags int64
+	if err == nil {
+		flags, err = RebuildFlags(rctx, w.store, w.ix, w.cfg.FlagTTL)
+	}
 	done()
 	took := time.Since(start)
 	if err != nil {
@@ -240,7 +286,7 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		return false, err
 	}
 	w.log.Info("index repair done", "scanned", stats.Scanned, "reindexed", stats.Reindexed, "overdue", stats.Overdue,
-		"present", stats.Present, "cancelled", stats.Cancelled, "moved", stats.Moved, "recent", stats.Recent,
+		"op_flags", flags, "present", stats.Present, "cancelled", stats.Cancelled, "moved", stats.Moved, "unrecorded", stats.Unrecorded,
 		"took", took.Round(time.Millisecond), "healed", healed)
 	return healed, nil
 }

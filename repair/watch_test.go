@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -46,8 +47,18 @@ func TestWatcherRepairsAfterFlush(t *testing.T) {
 		t.Fatalf("second check: repaired %v, %v; want nothing to do", ok, err)
 	}
 	m.FlushAll()
+	if ok, err := w.gen.FlagsTrusted(ctx); err != nil || ok {
+		t.Fatalf("op flags trusted after FLUSHALL: %v, %v", ok, err)
+	}
 	if ok, err := w.Check(ctx); err != nil || !ok {
 		t.Fatalf("check after FLUSHALL: repaired %v, %v", ok, err)
+	}
+	if ok, err := w.gen.FlagsTrusted(ctx); err != nil || !ok {
+		t.Fatalf("op flags not trusted after the repair: %v, %v", ok, err)
+	}
+	flagged, err := ix.Flagged(ctx, []uint64{payload.TaskID("cancelled-id"), payload.TaskID("plain-1")})
+	if err != nil || !flagged[0] || flagged[1] {
+		t.Fatalf("op flags after the repair (cancelled by id, plain): %v, %v", flagged, err)
 	}
 	if got := f.pending(t, append(append([]zset.Entry{}, f.plain...), f.extra...)); got != want {
 		t.Fatalf("%d of %d indexed after the flush", got, want)
