@@ -177,6 +177,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 		newInspect(io, g),
 		newBacklog(io, g),
 		newBackfill(io, g),
+		newRepair(io, g),
 		newReplay(io, g),
 	)
 	return root
