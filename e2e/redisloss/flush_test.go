@@ -1,0 +1,203 @@
+package redisloss
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/delayq/delayq/e2e/e2etest"
+	"github.com/delayq/delayq/payload"
+)
+
+const lookback = 30 * time.Second // delayd --repair-lookback
+
+// TestFlushAll is must-show 3 of issue 27 at a small scale: 3,000 tasks
+// pending over the next 20-90 s (a tenth cancelled by id, a tenth
+// rescheduled, both before the loss), 100 more whose cancel by id comes
+// before the loss and the task after it, and a steady outside input
+// (400 tasks/s, delays 0-30 s, 3 % cancelled) running throughout. The
+// Redis index is flushed 12 s in. delayd repairs it by itself: every
+// pending task is delivered once, at its due time or within the repair's
+// time of it; no cancelled task is delivered; a rescheduled one only at
+// its new time. Duplicates are allowed only among the steady input's
+// tasks due from lookback before the flush to the end of the repair.
+func TestFlushAll(t *testing.T) {
+	e := stack(t)
+	d := e.Start("a", "--repair-interval", "1s", "--repair-lookback", lookback.String())
+	rdb := redis.NewClient(&redis.Options{Addr: e.Redis})
+	defer rdb.Close()
+
+	steady := e.NewPhase(t, "steady", []*e2etest.Delayd{d})
+	topic := e.Topic("backlog")
+	out := e.Collect(topic)
+	l, tasks, ops, after := backlog(e, topic, 3000, time.Now())
+	e.Produce(t.Context(), tasks)
+	time.Sleep(2 * time.Second)
+	e.Produce(t.Context(), ops)
+	steady.At(12 * time.Second)
+
+	flushed := time.Now()
+	if err := rdb.FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The tasks whose cancel by id came before the loss arrive after it:
+	// their op flags went with the index.
+	e.Produce(t.Context(), after)
+	healed := waitHealed(t, rdb, e.Run, flushed)
+	t.Logf("FLUSHALL at %s; index repaired %v later (%s)", flushed.Format("15:04:05.000"), healed.Sub(flushed).Round(time.Millisecond), metrics(t, d))
+
+	o := steady.Finish()
+	lastDue := time.Time{}
+	for _, due := range l.Due {
+		if due.At.After(lastDue) {
+			lastDue = due.At
+		}
+	}
+	e2etest.WaitFor(t, time.Until(lastDue.Add(60*time.Second)), "every backlog task delivered", func() bool {
+		return l.Judge(out.Snapshot()).Lost == 0
+	})
+	time.Sleep(3 * time.Second)
+	rep := l.Judge(out.Snapshot())
+	t.Logf("backlog: accepted=%d cancelled=%d delivered=%d lost=%d duplicates=%d early=%d cancelled_delivered=%d lateness p50=%v p99=%v max=%v",
+		rep.Accepted, len(l.Cancelled), rep.Delivered, rep.Lost, rep.Duplicates, rep.Early, rep.CancelledDelivered,
+		e2etest.Ms(e2etest.Percentile(rep.Lateness, 0.5)), e2etest.Ms(e2etest.Percentile(rep.Lateness, 0.99)), e2etest.Ms(e2etest.Percentile(rep.Lateness, 1)))
+	if rep.Lost != 0 || rep.Duplicates != 0 || rep.Early != 0 || rep.CancelledDelivered != 0 || rep.Unknown != 0 {
+		t.Errorf("backlog: %d lost (%v), %d duplicates (%v), %d early, %d cancelled delivered (%v), %d unknown",
+			rep.Lost, rep.LostSeqs, rep.Duplicates, rep.DuplicateSeqs, rep.Early, rep.CancelledDelivered, rep.CancelledSeqs, rep.Unknown)
+	}
+	if late := e2etest.Percentile(rep.Lateness, 1); late > healed.Sub(flushed)+5*time.Second {
+		t.Errorf("a backlog task was delivered %v late; the repair took %v", late, healed.Sub(flushed))
+	}
+
+	steady.Summary(o, "")
+	steady.Check(o, true)
+	dups, outside := duplicates(o.Ledger, steady.Out.Snapshot(), flushed.Add(-lookback), healed)
+	t.Logf("steady input: %d duplicate deliveries, all due from %v before the flush to the end of the repair; %d outside that window",
+		dups, lookback, len(outside))
+	if len(outside) > 0 {
+		t.Errorf("%d duplicates due outside [flush - %v, repaired]: %v", len(outside), lookback, outside)
+	}
+}
+
+// backlog builds n tasks of topic due 20-90 s after now: a tenth cancelled
+// by id alone and a tenth rescheduled 5-20 s later by the ops, which are
+// produced after the tasks; and 100 tasks (after) whose cancel by id is
+// among the ops, before its task.
+func backlog(e *e2etest.Env, topic string, n int, now time.Time) (l e2etest.Ledger, tasks, ops, after []kafka.Message) {
+	l = e2etest.NewLedger()
+	now = now.Truncate(time.Millisecond)
+	rng := rand.New(rand.NewPCG(uint64(now.UnixNano()), 27))
+	sec := func(lo, hi float64) time.Duration {
+		return time.Duration((lo + rng.Float64()*(hi-lo)) * float64(time.Second)).Truncate(time.Millisecond)
+	}
+	op := func(key []byte, seq, id, kind string, at time.Time) kafka.Message {
+		hs := []kafka.Header{
+			{Key: payload.HeaderOp, Value: []byte(kind)},
+			{Key: payload.HeaderID, Value: []byte(id)},
+			{Key: "seq", Value: []byte(seq)},
+		}
+		if !at.IsZero() {
+			hs = append(hs, kafka.Header{Key: payload.HeaderAt, Value: []byte(strconv.FormatInt(at.UnixMilli(), 10))})
+		}
+		return kafka.Message{Key: key, Time: now, Headers: hs}
+	}
+	for i := range n + 100 {
+		seq, id := e.Seq(strconv.Itoa(i)), fmt.Sprintf("%s-%d", e.Run, i)
+		at := now.Add(20*time.Second + sec(0, 70))
+		task := e2etest.TaskMessage(topic, seq, id, now, at, i)
+		switch {
+		case i >= n:
+			l.Cancelled[seq] = true
+			l.Cancels[e2etest.CancelSeq(seq)] = true
+			ops = append(ops, op(task.Key, e2etest.CancelSeq(seq), id, payload.OpCancel, time.Time{}))
+			after = append(after, task)
+			continue
+		case i%10 == 0:
+			l.Cancelled[seq] = true
+			l.Cancels[e2etest.CancelSeq(seq)] = true
+			ops = append(ops, op(task.Key, e2etest.CancelSeq(seq), id, payload.OpCancel, time.Time{}))
+		case i%10 == 1:
+			to := at.Add(sec(5, 20))
+			l.Cancels[seq+"/reschedule"] = true
+			l.Due[seq] = e2etest.Due{At: to}
+			ops = append(ops, op(task.Key, seq+"/reschedule", id, payload.OpReschedule, to))
+		default:
+			l.Due[seq] = e2etest.Due{At: at}
+		}
+		tasks = append(tasks, task)
+	}
+	return l, tasks, ops, after
+}
+
+// waitHealed waits until the generation marker of prefix is back with no
+// loss recorded, and returns when that was seen.
+func waitHealed(t *testing.T, rdb *redis.Client, prefix string, since time.Time) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for {
+		h, err := rdb.HGetAll(ctx, prefix+":generation").Result()
+		if err == nil && h["id"] != "" && h["lost"] == "" {
+			since, _ := strconv.ParseInt(h["since"], 10, 64)
+			return time.UnixMilli(since)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("index not repaired %v after the flush (marker %v, %v)", time.Since(since), h, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// metrics returns delayd's repair metrics, one "name value" each.
+func metrics(t *testing.T, d *e2etest.Delayd) string {
+	t.Helper()
+	resp, err := http.Get("http://" + d.HTTP + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.HasPrefix(line, "delayq_repair_") && !strings.Contains(line, "_bucket") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// duplicates counts the deliveries beyond the first of l's tasks in got
+// and returns the seqs of those due outside [from, to].
+func duplicates(l e2etest.Ledger, got []e2etest.Received, from, to time.Time) (n int, outside []string) {
+	seen := map[string]int{}
+	for _, g := range got {
+		seq := e2etest.Header(g.Msg, "seq")
+		if seen[seq]++; seen[seq] != 2 {
+			continue
+		}
+		due, ok := l.Due[seq]
+		if !ok {
+			continue
+		}
+		if due.At.Before(from) || due.At.After(to) {
+			outside = append(outside, fmt.Sprintf("%s due %s", seq, due.At.Format("15:04:05.000")))
+		}
+	}
+	for _, c := range seen {
+		n += max(c-1, 0)
+	}
+	return n, outside
+}
