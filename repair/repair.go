@@ -51,6 +51,11 @@ type Config struct {
 	// it also starts it shortly before the loss: only recent writes can
 	// have been lost with the old master.
 	Recorded Window
+	// Unchecked adds every pending row without asking the index first
+	// whether it has it: the checks are most of a repair's time, and an
+	// Add of a task already there adds nothing. Reindexed then counts
+	// every pending row, indexed or not. The automatic repair runs so.
+	Unchecked bool
 	// BatchSize is the most rows checked and indexed together (default 500).
 	BatchSize int
 	// Checkers is how many index checks run at once (default 16).
@@ -106,7 +111,7 @@ func (w Window) contains(t int64) bool {
 // Moved + Unrecorded, except for the rows of a batch that failed.
 type Stats struct {
 	Scanned   int64 // task rows read in [From, To)
-	Reindexed int64 // missing from the index and indexed (a dry run: missing)
+	Reindexed int64 // missing from the index and indexed (a dry run: missing; Unchecked: pending)
 	// Overdue is the part of Reindexed already due when indexed: delivered
 	// at once, and again if it had been delivered before the loss.
 	Overdue   int64
@@ -237,9 +242,12 @@ func (r *run) flush(ctx context.Context) error {
 			keep = append(keep, e)
 		}
 	}
-	missing, err := r.missing(ctx, keep)
-	if err != nil {
-		return err
+	missing := keep
+	if !r.cfg.Unchecked {
+		var err error
+		if missing, err = r.missing(ctx, keep); err != nil {
+			return err
+		}
 	}
 	stats.Present = int64(len(keep) - len(missing))
 	stats.Reindexed = int64(len(missing))

@@ -257,7 +257,7 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		From:      max(m.Lost-w.cfg.Lookback.Milliseconds(), 0),
 		To:        m.Lost + w.cfg.MaxDelay.Milliseconds() + w.cfg.Margin.Milliseconds() + 1,
 		Recorded:  Window{To: m.Lost + w.cfg.Margin.Milliseconds()},
-		BatchSize: w.cfg.BatchSize, Checkers: w.cfg.Checkers, Metrics: w.cfg.Metrics,
+		Unchecked: true, BatchSize: w.cfg.BatchSize, Checkers: w.cfg.Checkers, Metrics: w.cfg.Metrics,
 	}
 	if m.Cause == causeReplID {
 		cfg.Recorded.From = m.Lost - w.cfg.Failover.Milliseconds()
