@@ -52,7 +52,7 @@ func (d *Daemon) newRepair(rdb redis.UniversalClient, store Store, ix *zset.Inde
 	}
 	w, err := repair.NewWatcher(repair.WatchConfig{
 		Prefix: cfg.Prefix, Interval: cfg.RepairInterval, Lookback: cfg.RepairLookback, MaxDelay: cfg.MaxDelay,
-		FollowReplID: cfg.RedisMaster != "", FlagTTL: cfg.MaxDelay + cfg.Retention, Logger: d.opts.Logger, Metrics: m,
+		FlagTTL: cfg.MaxDelay + cfg.Retention, Logger: d.opts.Logger, Metrics: m,
 	}, rdb, rs, ix)
 	if err != nil {
 		return nil, nil, err

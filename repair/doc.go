@@ -13,10 +13,15 @@
 //	since   unix ms of the last completed repair
 //
 // Every delayd checks it at start and every WatchConfig.Interval. A Redis
-// that is new, restarted without its data or flushed lacks the id; a
-// replica promoted by a failover answers with another master_replid (not
-// checked on a Redis Cluster, where INFO answers for one node). Either
-// way the first process to see it records lost = now (HSETNX: the first
+// that is new, restarted without its data or flushed lacks the id. A
+// replica promoted by a failover (Sentinel, or REPLICAOF NO ONE) answers
+// with a new master_replid and the old master's as master_replid2: it may
+// lack the writes its master acknowledged last. A master restarted from
+// its AOF also has a new master_replid, but no master_replid2, and lost
+// nothing it acknowledged (Redis writes the AOF before it answers; only an
+// OS crash with appendfsync everysec loses its last second): its new id is
+// recorded, nothing repaired. Not checked on a Redis Cluster, where INFO
+// answers for one node of many. Either way the first process to see it records lost = now (HSETNX: the first
 // detection stands, so a repair that dies is redone over the same range)
 // and every process tries the redsync lock {prefix}:repair:lock; the one
 // that takes it repairs, extending the lock while it runs, and closes the
@@ -41,6 +46,13 @@
 // Lookback before it. It leaves out tasks whose id row a message recorded
 // after lost + Margin wrote (d:sr, d:rr): ingest has indexed those in the
 // new index, and one that fell due since may have been delivered already.
+// After a failover it also leaves out tasks recorded before lost −
+// Failover: the old master's replica had those long before it was
+// promoted. It adds without asking the index first (Unchecked): an Add of
+// a task already there adds nothing, and the checks would be most of its
+// time. A task it adds that had fallen due is delivered at once, a second
+// time if it had been delivered before the loss: the price of the
+// Lookback, counted by delayq_repair_overdue_total.
 //
 // # What it does not need
 //

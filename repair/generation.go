@@ -99,28 +99,42 @@ func (g *Generation) SetReplID(ctx context.Context, replID string) error {
 	return nil
 }
 
-// ReplID returns the master_replid of the Redis client talks to, "" on a
-// Redis Cluster (INFO would answer for a random node) or a server that
-// refuses INFO replication.
-func ReplID(ctx context.Context, client redis.UniversalClient) (string, error) {
+// Replication is what INFO replication says of the Redis a client talks
+// to: master_replid and master_replid2. A replica promoted to master keeps
+// its old master's id as ID2; a master restarted from its files has a new
+// ID and no ID2 (all zeros).
+type Replication struct{ ID, ID2 string }
+
+// promotedFrom reports whether r is a replica promoted since it followed
+// a master of id old.
+func (r Replication) promotedFrom(old string) bool { return old != "" && r.ID2 == old }
+
+// ReplID returns the replication ids of the Redis client talks to; zero on
+// a Redis Cluster (INFO would answer for one node of many) or a server
+// that refuses INFO replication.
+func ReplID(ctx context.Context, client redis.UniversalClient) (Replication, error) {
 	c, ok := client.(*redis.Client)
 	if !ok {
-		return "", nil
+		return Replication{}, nil
 	}
 	info, err := c.Info(ctx, "replication").Result()
 	var refused redis.Error
 	if errors.As(err, &refused) {
-		return "", nil // a server without the section (miniredis): no replid to follow
+		return Replication{}, nil // a server without the section (miniredis): no id to follow
 	}
 	if err != nil {
-		return "", fmt.Errorf("repair: info replication: %w", err)
+		return Replication{}, fmt.Errorf("repair: info replication: %w", err)
 	}
+	var r Replication
 	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "master_replid:"); ok {
-			return v, nil
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "master_replid:"); ok {
+			r.ID = v
+		} else if v, ok := strings.CutPrefix(line, "master_replid2:"); ok {
+			r.ID2 = v
 		}
 	}
-	return "", nil
+	return r, nil
 }
 
 func newID() string {

@@ -43,13 +43,6 @@ type WatchConfig struct {
 	// the loss (indexed in the new index by ingest) from those before
 	// (default 10 s; it covers producer clocks running ahead).
 	Margin time.Duration
-	// FollowReplID makes a change of the master's replication id a loss
-	// (delayd sets it when it reaches Redis through Sentinel): a replica
-	// promoted by a failover may lack the last writes its master
-	// acknowledged. A plain Redis restarted from its AOF gets a new id too,
-	// and may lose its last second of writes as well (appendfsync
-	// everysec), but it is not followed unless this is set.
-	FollowReplID bool
 	// Failover is how far before its detection a loss seen by a changed
 	// replication id may have started (default 2 min): such a repair only
 	// indexes tasks recorded since then, the writes a failover can lose.
@@ -121,7 +114,7 @@ type WatchIndex interface {
 // delayq_repair_loss_detected_total).
 const (
 	causeGeneration = "generation" // the marker's id is gone: a new, flushed or wiped Redis
-	causeReplID     = "replid"     // the master's replication id changed: a failover
+	causeReplID     = "replid"     // a replica of the old master was promoted: a failover
 )
 
 // Watcher detects that the Redis index lost data and repairs it from the
@@ -190,20 +183,22 @@ func (w *Watcher) Check(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	var replID string
-	if w.cfg.FollowReplID {
-		if replID, err = ReplID(ctx, w.client); err != nil {
-			return false, err
-		}
+	repl, err := ReplID(ctx, w.client)
+	if err != nil {
+		return false, err
 	}
+	replID := repl.ID
 	if m.Lost == 0 {
 		cause := ""
 		switch {
 		case m.ID == "":
 			cause = causeGeneration
-		case m.ReplID != "" && replID != "" && m.ReplID != replID:
+		case repl.promotedFrom(m.ReplID):
 			cause = causeReplID
-		case m.ReplID == "" && replID != "":
+		case replID != m.ReplID:
+			// First seen, or a master restarted from its files: its
+			// acknowledged writes were in the AOF (Redis writes it before
+			// it answers), so a process crash lost none.
 			return false, w.gen.SetReplID(ctx, replID)
 		default:
 			return false, nil

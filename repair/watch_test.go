@@ -89,3 +89,24 @@ func TestWatcherRepairsAfterFlush(t *testing.T) {
 		t.Fatalf("marker while another repairs: %+v, %v", gm, err)
 	}
 }
+
+func TestPromotedFrom(t *testing.T) {
+	const old, fresh, zero = "aaaa", "bbbb", "0000000000000000000000000000000000000000"
+	tests := []struct {
+		name   string
+		r      Replication
+		stored string
+		want   bool
+	}{
+		{"same master", Replication{ID: old, ID2: zero}, old, false},
+		{"restarted from its files", Replication{ID: fresh, ID2: zero}, old, false},
+		{"promoted replica", Replication{ID: fresh, ID2: old}, old, true},
+		{"nothing stored yet", Replication{ID: fresh, ID2: zero}, "", false},
+		{"cluster: no ids", Replication{}, "", false},
+	}
+	for _, tc := range tests {
+		if got := tc.r.promotedFrom(tc.stored); got != tc.want {
+			t.Errorf("%s: promotedFrom = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
