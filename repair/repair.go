@@ -15,7 +15,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultBatchSize = 500
+	DefaultBatchSize = 5000
 	DefaultCheckers  = 16
 )
 
