@@ -28,7 +28,8 @@ const lookback = 30 * time.Second // delayd --repair-lookback
 // Redis index is flushed 12 s in. delayd repairs it by itself: every
 // pending task is delivered once, at its due time or within the repair's
 // time of it; no cancelled task is delivered; a rescheduled one only at
-// its new time. Duplicates are allowed only among the steady input's
+// its new time; 20 series (every 4 s, 15 occurrences) running across the
+// flush deliver each occurrence once. Duplicates are allowed only among the steady input's
 // tasks due from lookback before the flush to the end of the repair.
 func TestFlushAll(t *testing.T) {
 	e := stack(t)
@@ -40,6 +41,9 @@ func TestFlushAll(t *testing.T) {
 	topic := e.Topic("backlog")
 	out := e.Collect(topic)
 	l, tasks, ops, after := backlog(e, topic, 3000, time.Now())
+	seriesTopic := e.Topic("series")
+	seriesOut := e.Collect(seriesTopic)
+	e.Produce(t.Context(), series(e, seriesTopic, time.Now()))
 	e.Produce(t.Context(), tasks)
 	time.Sleep(2 * time.Second)
 	e.Produce(t.Context(), ops)
@@ -78,6 +82,22 @@ func TestFlushAll(t *testing.T) {
 		t.Errorf("a backlog task was delivered %v late; the repair took %v", late, healed.Sub(flushed))
 	}
 
+	e2etest.WaitFor(t, time.Until(seriesEnd.Add(30*time.Second)), "every occurrence of every series delivered", func() bool {
+		return len(occurrences(e, seriesOut.Snapshot())) == seriesN*seriesCount
+	})
+	time.Sleep(3 * time.Second)
+	for occ, n := range occurrences(e, seriesOut.Snapshot()) {
+		if n != 1 {
+			t.Errorf("series %s occurrence %d delivered %d times, want once", occ.name, occ.n, n)
+		}
+	}
+	got := occurrences(e, seriesOut.Snapshot())
+	if len(got) != seriesN*seriesCount {
+		t.Errorf("%d occurrences of %d series delivered, want %d", len(got), seriesN, seriesN*seriesCount)
+	}
+	t.Logf("series: %d occurrences of %d series delivered (each must be once), the last due %v after the flush",
+		len(got), seriesN, seriesEnd.Sub(flushed).Round(time.Second))
+
 	steady.Summary(o, "")
 	steady.Check(o, true)
 	dups, outside := duplicates(o.Ledger, steady.Out.Snapshot(), flushed.Add(-lookback), healed)
@@ -86,6 +106,48 @@ func TestFlushAll(t *testing.T) {
 	if len(outside) > 0 {
 		t.Errorf("%d duplicates due outside [flush - %v, repaired]: %v", len(outside), lookback, outside)
 	}
+}
+
+// The series: seriesN tasks every seriesEvery, seriesCount occurrences
+// each, the first 5 s after they are sent: they run across the flush.
+const (
+	seriesN     = 20
+	seriesEvery = 4 * time.Second
+	seriesCount = 15
+)
+
+var seriesEnd time.Time // the last occurrence's due time
+
+func series(e *e2etest.Env, topic string, now time.Time) []kafka.Message {
+	first := now.Add(5 * time.Second).Truncate(time.Millisecond)
+	seriesEnd = first.Add((seriesCount - 1) * seriesEvery)
+	var msgs []kafka.Message
+	for i := range seriesN {
+		name := e.Seq("series-" + strconv.Itoa(i))
+		msgs = append(msgs, kafka.Message{Key: []byte(name), Value: []byte(name), Headers: []kafka.Header{
+			{Key: payload.HeaderTopic, Value: []byte(topic)},
+			{Key: payload.HeaderID, Value: []byte(name)},
+			{Key: payload.HeaderAt, Value: []byte(first.UTC().Format(time.RFC3339Nano))},
+			{Key: payload.HeaderEvery, Value: []byte(seriesEvery.String())},
+			{Key: payload.HeaderCount, Value: []byte(strconv.Itoa(seriesCount))},
+		}})
+	}
+	return msgs
+}
+
+type occurrence struct {
+	name string
+	n    int
+}
+
+// occurrences counts the deliveries of each occurrence of the series.
+func occurrences(e *e2etest.Env, got []e2etest.Received) map[occurrence]int {
+	out := map[occurrence]int{}
+	for _, r := range got {
+		n, _ := strconv.Atoi(e2etest.Header(r.Msg, payload.HeaderOccurrence))
+		out[occurrence{e2etest.Header(r.Msg, payload.HeaderID), n}]++
+	}
+	return out
 }
 
 // backlog builds n tasks of topic due 20-90 s after now: a tenth cancelled
