@@ -51,6 +51,9 @@ type Config struct {
 	// it also starts it shortly before the loss: only recent writes can
 	// have been lost with the old master.
 	Recorded Window
+	// Settled, when set, says which due tasks the index no longer held
+	// shortly before the loss: delivered (see Settled).
+	Settled Settled
 	// Unchecked adds every pending row without asking the index first
 	// whether it has it: the checks are most of a repair's time, and an
 	// Add of a task already there adds nothing. Reindexed then counts
@@ -107,8 +110,21 @@ func (w Window) contains(t int64) bool {
 	return (w.From == 0 || t >= w.From) && (w.To == 0 || t <= w.To)
 }
 
+// Settled is what a look at the index shortly before a loss showed: every
+// task due before Before that ingest had indexed by then (one whose id
+// row was recorded before RecordedBefore) was no longer in the index, so
+// it had been delivered. Zero: nothing known.
+type Settled struct{ Before, RecordedBefore int64 }
+
+// delivered reports whether the task due at execAt, recorded at recorded,
+// was delivered before the loss.
+func (s Settled) delivered(execAt, recorded int64) bool {
+	return execAt < s.Before && recorded != 0 && recorded < s.RecordedBefore
+}
+
 // Stats counts what Run did. Scanned = Reindexed + Present + Cancelled +
-// Moved + Unrecorded, except for the rows of a batch that failed.
+// Moved + Unrecorded + Delivered, except for the rows of a batch that
+// failed.
 type Stats struct {
 	Scanned   int64 // task rows read in [From, To)
 	Reindexed int64 // missing from the index and indexed (a dry run: missing; Unchecked: pending)
@@ -120,6 +136,8 @@ type Stats struct {
 	Moved     int64 // skipped: the id's current due time is another row's
 	// Unrecorded: skipped, recorded outside Config.Recorded.
 	Unrecorded int64
+	// Delivered: skipped, delivered before the loss (Config.Settled).
+	Delivered int64
 	// Position is the due time (unix ms) of the last row scanned.
 	Position int64
 	// Resume is where a rerun should start: every row due before it has
@@ -136,23 +154,28 @@ const (
 	Cancelled                 // the row or its id is cancelled
 	Moved                     // the id's current due time is another row
 	Unrecorded                // recorded outside the window
+	Delivered                 // delivered before the loss (Settled)
 )
 
 // Decide says whether the task row t belongs in the index, given its id
-// row st (zero when there is none) and the window of record times. It is
+// row st (zero when there is none), the window of record times and what
+// was settled before the loss. It is
 // the rule the scanner and payload.State follow: the id row's current due
 // time (a reschedule's, or a recurring series' next occurrence) names the
 // one row of the id that is pending; every other row of it was delivered,
 // moved away or superseded. A row without an id row (written before id
 // rows existed) is pending unless cancelled.
-func Decide(t payload.Task, st taskstate.State, recorded Window) Verdict {
+func Decide(t payload.Task, st taskstate.State, recorded Window, settled Settled) Verdict {
+	rec := max(st.SubmitRecorded, st.MoveRecorded)
 	switch due := st.Due(); {
 	case t.Cancel || st.Cancelled:
 		return Cancelled
 	case due != 0 && due != t.ExecAt:
 		return Moved
-	case recorded != (Window{}) && !recorded.contains(max(st.SubmitRecorded, st.MoveRecorded)):
+	case recorded != (Window{}) && !recorded.contains(rec):
 		return Unrecorded
+	case settled.delivered(t.ExecAt, rec):
+		return Delivered
 	}
 	return Pending
 }
@@ -231,13 +254,15 @@ func (r *run) flush(ctx context.Context) error {
 	var keep []zset.Entry
 	var stats Stats
 	for i, e := range r.batch {
-		switch Decide(payload.Task{ID: e.ID, ExecAt: e.ExecAt}, states[i], r.cfg.Recorded) {
+		switch Decide(payload.Task{ID: e.ID, ExecAt: e.ExecAt}, states[i], r.cfg.Recorded, r.cfg.Settled) {
 		case Cancelled:
 			stats.Cancelled++
 		case Moved:
 			stats.Moved++
 		case Unrecorded:
 			stats.Unrecorded++
+		case Delivered:
+			stats.Delivered++
 		default:
 			keep = append(keep, e)
 		}
@@ -269,6 +294,7 @@ func (r *run) flush(ctx context.Context) error {
 	r.stats.Cancelled += stats.Cancelled
 	r.stats.Moved += stats.Moved
 	r.stats.Unrecorded += stats.Unrecorded
+	r.stats.Delivered += stats.Delivered
 	r.stats.Resume = max(r.stats.Resume, r.stats.Position)
 	r.batch = r.batch[:0]
 	r.progress()

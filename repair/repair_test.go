@@ -33,6 +33,10 @@ func TestDecide(t *testing.T) {
 		{"past occurrence", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, At: at + 60_000}, Moved, Window{}},
 		{"recorded after", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, SubmitRecorded: 501}, Unrecorded, Window{From: 100, To: 500}},
 		{"moved after", payload.Task{ExecAt: at + 5}, taskstate.State{Submitted: at, At: at + 5, SubmitRecorded: 101, MoveRecorded: 501}, Unrecorded, Window{From: 100, To: 500}},
+		{"settled: delivered", payload.Task{ExecAt: at - 11}, taskstate.State{Submitted: at - 11, SubmitRecorded: 49}, Delivered, Window{}},
+		{"settled: recorded since", payload.Task{ExecAt: at - 11}, taskstate.State{Submitted: at - 11, SubmitRecorded: 50}, Pending, Window{}},
+		{"settled: record time unknown", payload.Task{ExecAt: at - 11}, taskstate.State{Submitted: at - 11}, Pending, Window{}},
+		{"settled: due after", payload.Task{ExecAt: at - 10}, taskstate.State{Submitted: at - 10, SubmitRecorded: 49}, Pending, Window{}},
 		{"unknown record time, no window", payload.Task{ExecAt: at}, taskstate.State{Submitted: at}, Pending, Window{}},
 		{"unknown record time, a window", payload.Task{ExecAt: at}, taskstate.State{Submitted: at}, Unrecorded, Window{From: 100}},
 		{"recorded in", payload.Task{ExecAt: at}, taskstate.State{Submitted: at, SubmitRecorded: 500}, Pending, Window{From: 100, To: 500}},
@@ -41,7 +45,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Decide(tc.task, tc.st, tc.w); got != tc.want {
+			if got := Decide(tc.task, tc.st, tc.w, Settled{Before: at - 10, RecordedBefore: 50}); got != tc.want {
 				t.Fatalf("Decide = %d, want %d", got, tc.want)
 			}
 		})

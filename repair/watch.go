@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -104,10 +106,13 @@ type WatchStore interface {
 	OpScanner
 }
 
-// WatchIndex is what a Watcher writes into the index.
+// WatchIndex is what a Watcher reads from and writes into the index
+// (zset.Index).
 type WatchIndex interface {
 	Index
 	Flagger
+	DueKeys(ctx context.Context, until int64) ([]string, error)
+	Marks(ctx context.Context) (map[string]int64, error)
 }
 
 // Causes of a loss (Marker.Cause, the cause label of
@@ -128,6 +133,9 @@ type Watcher struct {
 	ix     WatchIndex
 	log    *slog.Logger
 	failed bool // the last check failed (a WARN was logged)
+	// settled is the last look at the index before a loss (Settled);
+	// zero until one was taken.
+	settled Settled
 }
 
 // NewWatcher returns a Watcher of the index ix on client, repairing from
@@ -201,7 +209,7 @@ func (w *Watcher) Check(ctx context.Context) (bool, error) {
 			// it answers), so a process crash lost none.
 			return false, w.gen.SetReplID(ctx, replID)
 		default:
-			return false, nil
+			return false, w.sample(ctx, m)
 		}
 		if m, err = w.gen.MarkLost(ctx, time.Now().UnixMilli(), cause); err != nil {
 			return false, err
@@ -211,6 +219,56 @@ func (w *Watcher) Check(ctx context.Context) (bool, error) {
 			"cause", m.Cause, "key", w.gen.Key(), "old_replid", m.ReplID, "replid", replID)
 	}
 	return w.repair(ctx, m, replID)
+}
+
+// sample looks at what the index holds due (the oldest due entry) and at
+// how far ingest has stored its input (the watermarks), and keeps it as
+// settled if the marker m is still the same afterwards: then the look
+// was taken before any loss.
+func (w *Watcher) sample(ctx context.Context, m Marker) error {
+	now := time.Now().UnixMilli()
+	marks, err := w.ix.Marks(ctx)
+	if err != nil {
+		return err
+	}
+	stored := int64(0)
+	for field, mark := range marks {
+		if strings.HasPrefix(field, topics.Input+"/") && (stored == 0 || mark < stored) {
+			stored = mark
+		}
+	}
+	if stored == 0 {
+		return nil // no ingest has published yet: nothing known
+	}
+	keys, err := w.ix.DueKeys(ctx, now)
+	if err != nil {
+		return err
+	}
+	oldest := now
+	pipe := w.client.Pipeline()
+	firsts := make([]*redis.ZSliceCmd, len(keys))
+	for i, k := range keys {
+		firsts[i] = pipe.ZRangeWithScores(ctx, k, 0, 0)
+	}
+	if len(keys) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("repair: oldest due entries: %w", err)
+		}
+	}
+	for _, f := range firsts {
+		if z := f.Val(); len(z) == 1 && int64(z[0].Score) < oldest {
+			oldest = int64(z[0].Score)
+		}
+	}
+	after, err := w.gen.Read(ctx)
+	if err != nil {
+		return err
+	}
+	if after != m {
+		return nil // changed while looking: the next check decides
+	}
+	w.settled = Settled{Before: oldest, RecordedBefore: min(stored, now) - w.cfg.Margin.Milliseconds()}
+	return nil
 }
 
 // repair runs the repair of the loss m records under the repair lock.
@@ -257,8 +315,15 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 	if m.Cause == causeReplID {
 		cfg.Recorded.From = m.Lost - w.cfg.Failover.Milliseconds()
 	}
+	if w.settled.Before != 0 {
+		// Deliveries that were held, or fell behind, reach back further
+		// than the lookback; everything before was delivered.
+		cfg.From = max(min(cfg.From, w.settled.Before), 0)
+		cfg.Settled = w.settled
+	}
 	w.log.Info("index repair started", "from", payload.FormatTime(cfg.From), "to", payload.FormatTime(cfg.To),
-		"lost_at", payload.FormatTime(m.Lost), "cause", m.Cause)
+		"lost_at", payload.FormatTime(m.Lost), "cause", m.Cause,
+		"delivered_before", payload.FormatTime(cfg.Settled.Before), "stored_before", payload.FormatTime(cfg.Settled.RecordedBefore))
 	done := w.cfg.Metrics.start()
 	start := time.Now()
 	stats, err := Run(rctx, cfg, w.store, w.ix)
@@ -281,7 +346,7 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		return false, err
 	}
 	w.log.Info("index repair done", "scanned", stats.Scanned, "reindexed", stats.Reindexed, "overdue", stats.Overdue,
-		"op_flags", flags, "present", stats.Present, "cancelled", stats.Cancelled, "moved", stats.Moved, "unrecorded", stats.Unrecorded,
+		"op_flags", flags, "present", stats.Present, "cancelled", stats.Cancelled, "moved", stats.Moved, "unrecorded", stats.Unrecorded, "delivered", stats.Delivered,
 		"took", took.Round(time.Millisecond), "healed", healed)
 	return healed, nil
 }
