@@ -41,9 +41,19 @@
 // the index (zset.Index.Pending) and adds the missing ones (zset.Index.Add,
 // idempotent: an entry already there stays one entry).
 //
-// The automatic repair covers [lost − Lookback, lost + MaxDelay + Margin):
-// every task pending at the loss, and those that had fallen due at most
-// Lookback before it. It leaves out tasks whose id row a message recorded
+// Which overdue tasks were still undelivered at the loss, the lost index
+// cannot say. So every check that finds nothing wrong also takes a look:
+// the oldest due entry O (a ZRANGE 0 0 of each zset DueKeys lists) and the
+// lowest ingest watermark W ({prefix}:marks), kept in memory if the
+// marker is unchanged afterwards. A task due before O whose id row was
+// recorded before W − Margin had been indexed by then and was no longer
+// in the index: delivered (Settled). The automatic repair covers
+// [min(lost − Lookback, O), lost + MaxDelay + Margin): every task pending
+// at the loss, and those that had fallen due at most Lookback before it
+// or were held longer; with a look taken it leaves out those it shows
+// delivered, so only tasks submitted in the last seconds before the loss
+// and already due can be delivered twice. A process that took no look
+// (started after the loss) re-delivers what fell due in the Lookback. It leaves out tasks whose id row a message recorded
 // after lost + Margin wrote (d:sr, d:rr): ingest has indexed those in the
 // new index, and one that fell due since may have been delivered already.
 // After a failover it also leaves out tasks recorded before lost −

@@ -20,7 +20,7 @@ import (
 const (
 	DefaultInterval   = 5 * time.Second
 	DefaultLookback   = time.Minute
-	DefaultMargin     = 10 * time.Second
+	DefaultMargin     = 3 * time.Second
 	DefaultLockExpiry = 30 * time.Second
 	DefaultFailover   = 2 * time.Minute
 )
@@ -35,15 +35,19 @@ type WatchConfig struct {
 	Interval time.Duration
 	// Lookback is how far before the detected loss the repair starts
 	// (default 1 min): tasks that had fallen due and were not delivered
-	// yet when the index was lost. A task delivered within it before the
-	// loss is delivered again (counted by delayq_repair_overdue_total).
+	// yet when the index was lost. When this process looked at the index
+	// before the loss (every check does), the repair starts at the oldest
+	// entry then due if that is earlier, and leaves out the tasks that
+	// look showed delivered (Settled); a task it cannot tell is delivered
+	// again (counted by delayq_repair_overdue_total).
 	Lookback time.Duration
 	// MaxDelay is the longest accepted delay (delayd --max-delay, default
 	// payload.DefaultMaxDelay): the repair reaches that far past the loss.
 	MaxDelay time.Duration
-	// Margin is added to the detection time to tell tasks recorded after
-	// the loss (indexed in the new index by ingest) from those before
-	// (default 10 s; it covers producer clocks running ahead).
+	// Margin is how far producer clocks (the record times of the input)
+	// may be off delayd's (default 3 s): tasks recorded after detection +
+	// Margin were indexed in the new index by ingest, tasks recorded before
+	// watermark − Margin were stored when the index was last looked at.
 	Margin time.Duration
 	// Failover is how far before its detection a loss seen by a changed
 	// replication id may have started (default 2 min): such a repair only
