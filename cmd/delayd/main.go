@@ -77,7 +77,7 @@ func run(args []string) error {
 	fs.Float64Var(&cfg.SlowRate, "slow-rate", ingest.DefaultSlowRate, "delay-input-slow messages per second")
 	fs.DurationVar(&cfg.Retention, "retention", hbase.DefaultRetention, "how long a stored task outlives its due time")
 	fs.DurationVar(&cfg.RepairInterval, "repair-interval", repair.DefaultInterval, "how often to check that the Redis index lost nothing (a flushed, new or failed-over Redis) and repair it from HBase (negative: never)")
-	fs.DurationVar(&cfg.RepairLookback, "repair-lookback", repair.DefaultLookback, "how far before a detected Redis loss the repair starts: tasks due that long before it are delivered, again if they had been")
+	fs.DurationVar(&cfg.RepairLookback, "repair-lookback", repair.DefaultLookback, "how far before a detected Redis loss the repair starts unless this delayd looked at the index before the loss: tasks due that long before it are delivered, again if they had been")
 	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ on the --http address")
 	fs.BoolVar(&cfg.HBaseLegacyCells, "hbase-legacy-cells", false, "write task rows in the multi-cell layout delayd read before one-cell rows: set it on every instance during a rolling upgrade from such a delayd, then restart without it")
 	fs.BoolVar(&cfg.Console, "console", true, "serve the web console under /ui/ on the --http address")
