@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -108,5 +109,77 @@ func TestPromotedFrom(t *testing.T) {
 		if got := tc.r.promotedFrom(tc.stored); got != tc.want {
 			t.Errorf("%s: promotedFrom = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestWatcherLeavesDeliveredOut: a look at the index before the loss
+// (its oldest due entry, the watermarks) keeps tasks delivered before the
+// loss out of the repair, and the overdue ones still pending in.
+func TestWatcherLeavesDeliveredOut(t *testing.T) {
+	ctx := t.Context()
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { c.Close() })
+	ix, err := zset.New(c, zset.Config{Prefix: "d", Segment: time.Minute, Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := payload.NewMemory()
+	now := time.Now()
+	recorded := now.Add(-time.Minute).UnixMilli()
+	var delivered, overdue []zset.Entry
+	var tasks []payload.Task
+	var ids []payload.IDWrite
+	for i := range 40 {
+		name := fmt.Sprintf("t-%d", i)
+		at := now.Add(-40*time.Second + time.Duration(i)*time.Second).UnixMilli() // due 40 s ago .. 1 s ago
+		tasks = append(tasks, payload.Task{ID: payload.TaskID(name), Name: name, Topic: "orders", ExecAt: at})
+		ids = append(ids, payload.IDWrite{ID: payload.TaskID(name), Submitted: at, SubmitRecorded: recorded})
+		if i < 30 {
+			delivered = append(delivered, zset.Entry{ID: payload.TaskID(name), ExecAt: at})
+		} else {
+			overdue = append(overdue, zset.Entry{ID: payload.TaskID(name), ExecAt: at}) // held: still indexed
+		}
+	}
+	if err := store.Put(ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutIDs(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(WatchConfig{Prefix: "d", Lookback: time.Hour}, c, store, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Check(ctx); err != nil { // the first check: a new index, repaired
+		t.Fatal(err)
+	}
+	// The scanner delivers the first 30 (overdue entries live in the
+	// segment of the time they were added).
+	keys, err := ix.DueKeys(ctx, now.UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := ix.Remove(ctx, k, delivered); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.SetMarks(ctx, map[string]int64{"delay-input/0": now.UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := w.Check(ctx); err != nil || ok {
+		t.Fatalf("check with the index intact: repaired %v, %v", ok, err)
+	}
+	m.FlushAll()
+	if ok, err := w.Check(ctx); err != nil || !ok {
+		t.Fatalf("check after FLUSHALL: repaired %v, %v", ok, err)
+	}
+	f := &fixture{ix: ix}
+	if got := f.pending(t, overdue); got != len(overdue) {
+		t.Fatalf("%d of %d overdue tasks held before the loss indexed again", got, len(overdue))
+	}
+	if got := f.pending(t, delivered); got != 0 {
+		t.Fatalf("%d of %d tasks delivered before the loss indexed again (the lookback alone would take all)", got, len(delivered))
 	}
 }
