@@ -167,11 +167,18 @@ const (
 // rows existed) is pending unless cancelled.
 func Decide(t payload.Task, st taskstate.State, recorded Window, settled Settled) Verdict {
 	rec := max(st.SubmitRecorded, st.MoveRecorded)
+	// A series' next occurrence is planned by the scanner, not recorded by
+	// a message: the record times say nothing of it. Indexing it again is
+	// safe whenever it is current: the scanner moves d:a on before it
+	// produces an occurrence.
+	planned := st.At != 0 && st.At != st.Moving
 	switch due := st.Due(); {
 	case t.Cancel || st.Cancelled:
 		return Cancelled
 	case due != 0 && due != t.ExecAt:
 		return Moved
+	case planned:
+		return Pending
 	case recorded != (Window{}) && !recorded.contains(rec):
 		return Unrecorded
 	case settled.delivered(t.ExecAt, rec):

@@ -268,8 +268,12 @@ func (w *Watcher) sample(ctx context.Context, m Marker) error {
 	if err != nil {
 		return err
 	}
-	if after != m {
-		return nil // changed while looking: the next check decides
+	repl, err := ReplID(ctx, w.client)
+	if err != nil {
+		return err
+	}
+	if after != m || repl.ID != m.ReplID {
+		return nil // flushed or failed over while looking: the next check decides
 	}
 	w.settled = Settled{Before: oldest, RecordedBefore: min(stored, now) - w.cfg.Margin.Milliseconds()}
 	return nil
