@@ -159,8 +159,8 @@ const (
 
 // Decide says whether the task row t belongs in the index, given its id
 // row st (zero when there is none), the window of record times and what
-// was settled before the loss. It is
-// the rule the scanner and payload.State follow: the id row's current due
+// was settled before the loss. It is the rule the scanner and
+// payload.State follow: the id row's current due
 // time (a reschedule's, or a recurring series' next occurrence) names the
 // one row of the id that is pending; every other row of it was delivered,
 // moved away or superseded. A row without an id row (written before id
@@ -189,7 +189,8 @@ func Decide(t payload.Task, st taskstate.State, recorded Window, settled Settled
 
 // Run scans [cfg.From, cfg.To) of store and indexes every pending task row
 // that ix lacks, batch by batch: an id-row read for the batch (Decide),
-// an index check per row, then one Add of the missing ones. Adding is
+// an index check per row (unless Unchecked), then one Add of the missing
+// ones. Adding is
 // idempotent (zset.Index.Add adds nothing for a task already there), so a
 // rerun, or two runs at once, add nothing twice. It returns the Stats and,
 // when it stopped early, an error: ctx's (wrapped) or the store's or
