@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/delayq/delayq/cmd/delayctl/internal/backfill"
+	"github.com/delayq/delayq/payload"
 )
 
 // Progress modes of backfill and repair.
@@ -106,4 +108,24 @@ func fmtDue(ms int64) string {
 		return "-"
 	}
 	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05")
+}
+
+// checkScanFlags checks the flags backfill and repair share: a due-time
+// range, a batch size and a progress mode.
+func checkScanFlags(cmd *cobra.Command, from, to *timeValue, batch int, progressMode string) error {
+	if err := require(cmd, "from", "to"); err != nil {
+		return err
+	}
+	if to.ms() <= from.ms() {
+		return usagef("--to %s is not after --from %s", payload.FormatTime(to.ms()), payload.FormatTime(from.ms()))
+	}
+	if batch < 1 {
+		return usagef("--batch: %d must be at least 1", batch)
+	}
+	switch progressMode {
+	case progressAuto, progressBar, progressLines, progressNone:
+	default:
+		return usagef("--progress: %q is not auto, bar, lines or none", progressMode)
+	}
+	return nil
 }
