@@ -51,7 +51,8 @@ func TestFlushAll(t *testing.T) {
 	steady := e.NewPhase(t, "steady", []*e2etest.Delayd{d})
 	topic := e.Topic("backlog")
 	out := e.Collect(topic)
-	l, tasks, ops, after := backlog(e, topic, 3000, time.Now())
+	n, span := scale(t)
+	l, tasks, ops, after := backlog(e, topic, n, span, time.Now())
 	seriesTopic := e.Topic("series")
 	seriesOut := e.Collect(seriesTopic)
 	e.Produce(t.Context(), series(e, seriesTopic, time.Now()))
@@ -181,11 +182,31 @@ func occurrences(e *e2etest.Env, got []e2etest.Received) map[occurrence]int {
 	return out
 }
 
-// backlog builds n tasks of topic due 20-90 s after now: a tenth cancelled
+// scale returns the backlog's size and spread: 3,000 tasks over 70 s, or
+// $DELAYQ_REDISLOSS_TASKS over $DELAYQ_REDISLOSS_SPAN (make redisloss-large:
+// 200,000 over 10 minutes).
+func scale(t *testing.T) (int, time.Duration) {
+	n, span := 3000, 70*time.Second
+	if v := os.Getenv("DELAYQ_REDISLOSS_TASKS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			t.Fatalf("DELAYQ_REDISLOSS_TASKS: %v", err)
+		}
+	}
+	if v := os.Getenv("DELAYQ_REDISLOSS_SPAN"); v != "" {
+		var err error
+		if span, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("DELAYQ_REDISLOSS_SPAN: %v", err)
+		}
+	}
+	return n, span
+}
+
+// backlog builds n tasks of topic due 20 s to 20 s + span after now: a tenth cancelled
 // by id alone and a tenth rescheduled 5-20 s later by the ops, which are
 // produced after the tasks; and 100 tasks (after) whose cancel by id is
 // among the ops, before its task.
-func backlog(e *e2etest.Env, topic string, n int, now time.Time) (l e2etest.Ledger, tasks, ops, after []kafka.Message) {
+func backlog(e *e2etest.Env, topic string, n int, span time.Duration, now time.Time) (l e2etest.Ledger, tasks, ops, after []kafka.Message) {
 	l = e2etest.NewLedger()
 	now = now.Truncate(time.Millisecond)
 	rng := rand.New(rand.NewPCG(uint64(now.UnixNano()), 27))
@@ -205,7 +226,7 @@ func backlog(e *e2etest.Env, topic string, n int, now time.Time) (l e2etest.Ledg
 	}
 	for i := range n + 100 {
 		seq, id := e.Seq(strconv.Itoa(i)), fmt.Sprintf("%s-%d", e.Run, i)
-		at := now.Add(20*time.Second + sec(0, 70))
+		at := now.Add(20*time.Second + sec(0, span.Seconds()))
 		task := e2etest.TaskMessage(topic, seq, id, now, at, i)
 		switch {
 		case i >= n:
