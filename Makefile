@@ -4,7 +4,7 @@ GO    ?= go
 # Set by `make test` when it had to start the stack, so that it stops it again.
 STARTED := .local/.started-by-make
 
-.PHONY: up down status run test vet lint unit integration tools image dist
+.PHONY: up down status run test vet lint unit integration tools image dist redisloss-large
 
 up:
 	$(STACK) up
@@ -106,3 +106,9 @@ dist:
 	done
 	@rm -rf dist/.build
 	@cd dist && sha256sum delayq_$(VERSION)_*.tar.gz >delayq_$(VERSION)_SHA256SUMS && cat delayq_$(VERSION)_SHA256SUMS
+
+# Issue 27's total-loss scenario at full size, outside `make test`: 200,000
+# tasks pending over the next 10 minutes, FLUSHALL and a wiped Redis under
+# steady input (e2e/redisloss on its private Kafka and Redis; about 13 min).
+redisloss-large:
+	DELAYQ_REDISLOSS_TASKS=200000 DELAYQ_REDISLOSS_SPAN=10m $(GO) test -count=1 -v -timeout 30m -run TestFlushAll ./e2e/redisloss

@@ -117,6 +117,12 @@ type Config struct {
 	APIInsecure  bool
 	ConsoleHosts []string
 	APIRate      float64
+	// RepairInterval is how often delayd checks that the Redis index lost
+	// nothing (package repair); default 5s, negative: never (a lost index
+	// is then repaired only by delayctl repair). RepairLookback is how far
+	// before a detected loss the repair starts; default 1m.
+	RepairInterval time.Duration
+	RepairLookback time.Duration
 	// Serve are the limits of both HTTP servers (HTTP and API): timeouts
 	// and the connection cap; zero means httpserve's defaults.
 	Serve httpserve.Config

@@ -208,7 +208,14 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	w := producer.New(producer.Config{Brokers: cfg.Brokers, Auth: d.auth, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd"), AutoCreateTopics: d.opts.AutoCreateTopics})
 	defer w.Close()
 
+	inIx, watch, err := d.newRepair(rdb, store, ix)
+	if err != nil {
+		return err
+	}
 	var roles []func(context.Context) error
+	if watch != nil {
+		roles = append(roles, watch)
+	}
 	decode := payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: topics.Allow(cfg.AllowTopics)}
 	if cfg.has(RoleIngest) {
 		in, err := ingest.New(ingest.Config{
@@ -216,7 +223,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 			Decode: decode,
 			Marks:  ix.Watermarks(), Retention: cfg.Retention, Logger: d.opts.Logger, Registerer: d.reg,
 			Replicas: replicas(rdb, cfg),
-		}, store, ingestIndex{ix.Writer(), ix.OpFlags()}, w)
+		}, store, inIx, w)
 		if err != nil {
 			return err
 		}

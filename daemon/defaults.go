@@ -9,6 +9,7 @@ import (
 	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
+	"github.com/delayq/delayq/repair"
 	"github.com/delayq/delayq/scanner"
 	"github.com/delayq/delayq/zset"
 )
@@ -22,30 +23,32 @@ import (
 // TestDefaultsMatchInterfaces reads that table).
 func DefaultConfig() Config {
 	return Config{
-		Brokers:      []string{admin.DefaultBroker},
-		Redis:        zset.DefaultAddr,
-		HBaseZK:      hbase.DefaultZK,
-		HBaseZKRoot:  hbase.DefaultZKRoot,
-		Table:        hbase.DefaultTable,
-		Prefix:       zset.DefaultPrefix,
-		Roles:        slices.Clone(AllRoles),
-		Tick:         DefaultTick,
-		HTTP:         DefaultHTTP,
-		MaxDelay:     payload.DefaultMaxDelay,
-		Salts:        hbase.DefaultSalts,
-		Segment:      zset.DefaultSegment,
-		Shards:       zset.DefaultShards,
-		ZsetFill:     zset.DefaultFill,
-		Partitions:   admin.DefaultPartitions,
-		ScanWorkers:  scanner.DefaultWorkers,
-		ScanCoalesce: scanner.DefaultCoalesce,
-		IngestBatch:  ingest.DefaultBatchSize,
-		Retention:    hbase.DefaultRetention,
-		SlowRate:     ingest.DefaultSlowRate,
-		GroupPrefix:  DefaultGroupPrefix,
-		Console:      true,
-		API:          api.DefaultAddr,
-		APIRate:      api.DefaultRate,
+		Brokers:        []string{admin.DefaultBroker},
+		Redis:          zset.DefaultAddr,
+		HBaseZK:        hbase.DefaultZK,
+		HBaseZKRoot:    hbase.DefaultZKRoot,
+		Table:          hbase.DefaultTable,
+		Prefix:         zset.DefaultPrefix,
+		Roles:          slices.Clone(AllRoles),
+		Tick:           DefaultTick,
+		HTTP:           DefaultHTTP,
+		MaxDelay:       payload.DefaultMaxDelay,
+		Salts:          hbase.DefaultSalts,
+		Segment:        zset.DefaultSegment,
+		Shards:         zset.DefaultShards,
+		ZsetFill:       zset.DefaultFill,
+		Partitions:     admin.DefaultPartitions,
+		ScanWorkers:    scanner.DefaultWorkers,
+		ScanCoalesce:   scanner.DefaultCoalesce,
+		IngestBatch:    ingest.DefaultBatchSize,
+		Retention:      hbase.DefaultRetention,
+		SlowRate:       ingest.DefaultSlowRate,
+		RepairInterval: repair.DefaultInterval,
+		RepairLookback: repair.DefaultLookback,
+		GroupPrefix:    DefaultGroupPrefix,
+		Console:        true,
+		API:            api.DefaultAddr,
+		APIRate:        api.DefaultRate,
 	}
 }
 

@@ -142,6 +142,28 @@ func (m *Memory) GetIDs(ctx context.Context, ids []uint64) ([]IDState, error) {
 	return out, nil
 }
 
+// ScanOps calls fn with every id whose id row holds a cancel by id alone
+// or a reschedule.
+func (m *Memory) ScanOps(ctx context.Context, fn func(id uint64) error) error {
+	var ids []uint64
+	m.mu.RLock()
+	for id, s := range m.ids {
+		if s.Cancelled || s.Moving != 0 {
+			ids = append(ids, id)
+		}
+	}
+	m.mu.RUnlock()
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Len returns the number of rows (tasks and cancel markers).
 func (m *Memory) Len() int {
 	m.mu.RLock()

@@ -117,6 +117,8 @@ func newFlags(cfg *daemon.Config) (*flag.FlagSet, cmdFlags) {
 	fs.IntVar(&cfg.IngestBatch, "ingest-batch", cfg.IngestBatch, "most input messages of one partition stored and committed together")
 	fs.Float64Var(&cfg.SlowRate, "slow-rate", cfg.SlowRate, "delay-input-slow messages per second")
 	fs.DurationVar(&cfg.Retention, "retention", cfg.Retention, "how long a stored task outlives its due time")
+	fs.DurationVar(&cfg.RepairInterval, "repair-interval", cfg.RepairInterval, "how often to check that the Redis index lost nothing (a flushed, new or failed-over Redis) and repair it from HBase (negative: never)")
+	fs.DurationVar(&cfg.RepairLookback, "repair-lookback", cfg.RepairLookback, "how far before a detected Redis loss the repair starts unless this delayd looked at the index before the loss: tasks due that long before it are delivered, again if they had been")
 	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/ on the --http address (off loopback: needs DELAYQ_CONSOLE_TOKEN)")
 	fs.BoolVar(&cfg.HBaseLegacyCells, "hbase-legacy-cells", cfg.HBaseLegacyCells, "write task rows in the multi-cell layout delayd read before one-cell rows: set it on every instance during a rolling upgrade from such a delayd, then restart without it")
 	fs.BoolVar(&cfg.Console, "console", cfg.Console, "serve the web console under /ui/ on the --http address")

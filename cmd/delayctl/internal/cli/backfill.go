@@ -43,19 +43,8 @@ back a backfill reaches.`,
   delayctl backfill --from 2030-01-02T00:00:00Z --to 2030-01-03T00:00:00Z --topic orders --dry-run`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := require(cmd, "from", "to"); err != nil {
+			if err := checkScanFlags(cmd, from, to, batch, progressMode); err != nil {
 				return err
-			}
-			if to.ms() <= from.ms() {
-				return usagef("--to %s is not after --from %s", payload.FormatTime(to.ms()), payload.FormatTime(from.ms()))
-			}
-			if batch < 1 {
-				return usagef("--batch: %d must be at least 1", batch)
-			}
-			switch progressMode {
-			case progressAuto, progressBar, progressLines, progressNone:
-			default:
-				return usagef("--progress: %q is not auto, bar, lines or none", progressMode)
 			}
 			if oldest := sys.Now().Add(-hbase.DefaultRetention).UnixMilli(); from.ms() < oldest {
 				fmt.Fprintf(sys.Stderr, "note: rows due before %s have expired if the table keeps the default retention (7 days)\n",

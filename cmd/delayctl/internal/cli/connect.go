@@ -138,6 +138,15 @@ func (g *globals) openRedis(ctx context.Context) (redis.UniversalClient, error) 
 // Pending, Key: what delayctl reads) on a reachable Redis; close the client
 // when done.
 func (g *globals) openIndex(ctx context.Context) (*zset.Maintenance, redis.UniversalClient, error) {
+	ix, rdb, err := g.openZset(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ix.Maintenance(), rdb, nil
+}
+
+// openZset is openIndex with every role of the index.
+func (g *globals) openZset(ctx context.Context) (*zset.Index, redis.UniversalClient, error) {
 	rdb, err := g.openRedis(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -147,7 +156,7 @@ func (g *globals) openIndex(ctx context.Context) (*zset.Maintenance, redis.Unive
 		rdb.Close()
 		return nil, nil, err
 	}
-	return ix.Maintenance(), rdb, nil
+	return ix, rdb, nil
 }
 
 // openStore returns the HBase store once its ZooKeeper answers and a read

@@ -7,12 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/delayq/delayq/cmd/delayctl/internal/backfill"
+	"github.com/delayq/delayq/payload"
 )
 
-// Progress modes of backfill.
+// Progress modes of backfill and repair.
 const (
 	progressAuto  = "auto"  // bar on a terminal, lines otherwise
 	progressBar   = "bar"   // one line redrawn in place
@@ -50,23 +52,30 @@ func newProgress(w io.Writer, mode string, from, to int64, every time.Duration) 
 
 // update draws s unless the last drawing is more recent than the interval.
 func (p *progress) update(s backfill.Stats) {
+	p.draw("backfill", s.Scanned, s.Position, "delivered", s.Delivered,
+		fmt.Sprintf("delivered %d pending %d cancelled %d", s.Delivered, s.Pending, s.Cancelled))
+}
+
+// draw draws a command's progress: rows scanned up to the due time
+// position, done of them (named label on the bar), and detail on a line.
+func (p *progress) draw(cmd string, scanned, position int64, label string, done int64, detail string) {
 	now := time.Now()
 	if p.mode == progressNone || now.Sub(p.last) < p.every {
 		return
 	}
 	p.last = now
-	frac, rate, eta := p.estimate(s, now)
+	frac, rate, eta := p.estimate(scanned, position, now)
 	switch p.mode {
 	case progressBar:
 		const width = 30
 		filled := int(frac * width)
-		fmt.Fprintf(p.w, "\r\033[K[%s%s] %5.1f%%  %d rows  %d delivered  %.0f rows/s  ETA %s",
+		fmt.Fprintf(p.w, "\r\033[K[%s%s] %5.1f%%  %d rows  %d %s  %.0f rows/s  ETA %s",
 			strings.Repeat("=", filled), strings.Repeat(" ", width-filled), 100*frac,
-			s.Scanned, s.Delivered, rate, eta)
+			scanned, done, label, rate, eta)
 		p.drawn = true
 	case progressLines:
-		fmt.Fprintf(p.w, "backfill: %.1f%% (due %s) scanned %d delivered %d pending %d cancelled %d, %.0f rows/s, eta %s\n",
-			100*frac, fmtDue(s.Position), s.Scanned, s.Delivered, s.Pending, s.Cancelled, rate, eta)
+		fmt.Fprintf(p.w, "%s: %.1f%% (due %s) scanned %d %s, %.0f rows/s, eta %s\n",
+			cmd, 100*frac, fmtDue(position), scanned, detail, rate, eta)
 	}
 }
 
@@ -79,13 +88,13 @@ func (p *progress) finish() {
 
 // estimate returns the done fraction of the due-time range, the scan rate
 // and the time left at that rate.
-func (p *progress) estimate(s backfill.Stats, now time.Time) (frac, rate float64, eta string) {
+func (p *progress) estimate(scanned, position int64, now time.Time) (frac, rate float64, eta string) {
 	elapsed := now.Sub(p.start)
-	if s.Scanned > 0 && p.to > p.from {
-		frac = min(max(float64(s.Position-p.from+1)/float64(p.to-p.from), 0), 1)
+	if scanned > 0 && p.to > p.from {
+		frac = min(max(float64(position-p.from+1)/float64(p.to-p.from), 0), 1)
 	}
 	if elapsed > 0 {
-		rate = float64(s.Scanned) / elapsed.Seconds()
+		rate = float64(scanned) / elapsed.Seconds()
 	}
 	eta = "?"
 	if frac > 0 {
@@ -99,4 +108,24 @@ func fmtDue(ms int64) string {
 		return "-"
 	}
 	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05")
+}
+
+// checkScanFlags checks the flags backfill and repair share: a due-time
+// range, a batch size and a progress mode.
+func checkScanFlags(cmd *cobra.Command, from, to *timeValue, batch int, progressMode string) error {
+	if err := require(cmd, "from", "to"); err != nil {
+		return err
+	}
+	if to.ms() <= from.ms() {
+		return usagef("--to %s is not after --from %s", payload.FormatTime(to.ms()), payload.FormatTime(from.ms()))
+	}
+	if batch < 1 {
+		return usagef("--batch: %d must be at least 1", batch)
+	}
+	switch progressMode {
+	case progressAuto, progressBar, progressLines, progressNone:
+	default:
+		return usagef("--progress: %q is not auto, bar, lines or none", progressMode)
+	}
+	return nil
 }

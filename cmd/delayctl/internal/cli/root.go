@@ -179,6 +179,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 		newList(io, g),
 		newBacklog(io, g),
 		newBackfill(io, g),
+		newRepair(io, g),
 		newReplay(io, g),
 	)
 	root.AddCommand(topicCommands(io, g)...)

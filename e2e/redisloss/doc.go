@@ -1,0 +1,22 @@
+// Package redisloss holds delayq's test of a total loss of the Redis
+// index (issue 27): FLUSHALL, then Redis killed -9 and started without its
+// data directory, under steady input with tasks pending over the next
+// minute and a half, some cancelled by id and rescheduled before the loss,
+// and recurring series running across both. delayd notices the generation marker gone and repairs the index
+// from HBase by itself (package repair); every pending task is delivered
+// once, no cancelled one is, a rescheduled one only at its new time, a
+// series' occurrences once each.
+//
+// TestMain's first test starts a private stack of its own with
+// deploy/local/stack (data in .local/e2e-redisloss): Kafka on 22092/22093,
+// so that its delayd's fixed consumer groups meet no other test's, and
+// Redis on 22379, the one the test flushes and wipes. HBase is the shared local
+// stack's, with a table per test. `stack down --wipe` removes the private
+// stack when the tests end, and a watcher process does it if the test
+// binary dies first.
+//
+// The package takes about 3 minutes (a minute of it starting Kafka); the
+// repair's figures (time from the flush to the repaired index, tasks
+// re-indexed, duplicates) are written with t.Log: run
+// `go test -v ./e2e/redisloss` to read them.
+package redisloss

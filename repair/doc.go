@@ -1,0 +1,85 @@
+// Package repair heals the Redis index (package zset) from the payload
+// store: HBase holds every task and its id row, Redis only when each is
+// due, so whatever Redis loses can be read back from HBase.
+//
+// # Detection (Watcher)
+//
+// The hash {prefix}:generation is the index's generation marker:
+//
+//	id      random, written when a repair completes
+//	replid  master_replid of the Redis that held it (INFO replication)
+//	lost    unix ms of a detected loss whose repair has not completed
+//	cause   what showed the loss: generation or replid
+//	since   unix ms of the last completed repair
+//
+// Every delayd checks it at start and every WatchConfig.Interval. A Redis
+// that is new, restarted without its data or flushed lacks the id. A
+// replica promoted by a failover (Sentinel, or REPLICAOF NO ONE) answers
+// with a new master_replid and the old master's as master_replid2: it may
+// lack the writes its master acknowledged last. A master restarted from
+// its AOF also has a new master_replid, but no master_replid2, and lost
+// nothing it acknowledged (Redis writes the AOF before it answers; only an
+// OS crash with appendfsync everysec loses its last second): its new id is
+// recorded, nothing repaired. Not checked on a Redis Cluster, where INFO
+// answers for one node of many. Either way the first process to see it records lost = now (HSETNX: the first
+// detection stands, so a repair that dies is redone over the same range)
+// and every process tries the redsync lock {prefix}:repair:lock; the one
+// that takes it repairs, extending the lock while it runs, and closes the
+// loss with a Lua script that writes a new id only while lost is still the
+// one it repaired. A Redis flushed again mid-repair has no lost field
+// then, and the next check starts over.
+//
+// # Repair (Run)
+//
+// Run scans the task rows due in [From, To) over every salt in due-time
+// order (the scan of delayctl backfill), reads the id rows of each batch
+// and asks Decide which rows are pending: not cancelled (the row's d:c or
+// the id's d:x), and the id's current due time (d:a after a reschedule or
+// a recurring series' next occurrence, else d:s) is the row's own. So a
+// moved task is indexed at its new time only, a series only at its next
+// occurrence, and a cancelled one not at all. It checks each such row in
+// the index (zset.Index.Pending) and adds the missing ones (zset.Index.Add,
+// idempotent: an entry already there stays one entry).
+//
+// Which overdue tasks were still undelivered at the loss, the lost index
+// cannot say. So every check that finds nothing wrong also takes a look:
+// the oldest due entry O (a ZRANGE 0 0 of each zset DueKeys lists) and the
+// lowest ingest watermark W ({prefix}:marks), kept in memory if the
+// marker is unchanged afterwards. A task due before O whose id row was
+// recorded before W − Margin had been indexed by then and was no longer
+// in the index: delivered (Settled). The automatic repair covers
+// [min(lost − Lookback, O), lost + MaxDelay + Margin): every task pending
+// at the loss, and those that had fallen due at most Lookback before it
+// or were held longer; with a look taken it leaves out those it shows
+// delivered, so only tasks submitted in the last seconds before the loss
+// and already due can be delivered twice. A process that took no look
+// (started after the loss) re-delivers what fell due in the Lookback. It leaves out tasks whose id row a message recorded
+// after lost + Margin wrote (d:sr, d:rr): ingest has indexed those in the
+// new index, and one that fell due since may have been delivered already.
+// After a failover it also leaves out tasks recorded before lost −
+// Failover: the old master's replica had those long before it was
+// promoted. It adds without asking the index first (Unchecked): an Add of
+// a task already there adds nothing, and the checks would be most of its
+// time. A task it adds that had fallen due is delivered at once, a second
+// time if it had been delivered before the loss: the price of the
+// Lookback, counted by delayq_repair_overdue_total.
+//
+// # What it does not need
+//
+// Deliveries go on while it runs: an entry it adds late is delivered late
+// (by at most the repair's duration), an overdue one at once. Cancels need
+// no hold of their own: the scanner reads the task row before delivering
+// and skips a row with a cancel marker, so a cancel stored before, during
+// or after the repair wins over an entry the repair adds; a cancel by id
+// alone marks the row at the id's current due time, which is the only row
+// the repair indexes. The ingest watermarks ({prefix}:marks) are written
+// again by every ingest within 200 ms, and the offered/pending/families
+// hashes and the segment registry are rebuilt by the Adds the repair makes.
+//
+// # Goroutines
+//
+// Run starts up to Checkers goroutines per batch and waits for them.
+// Watcher.Run checks on its caller's goroutine; while it repairs, one more
+// goroutine extends the lock. Both return only after everything they
+// started has ended.
+package repair

@@ -1,0 +1,360 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
+)
+
+// Defaults of WatchConfig.
+const (
+	DefaultInterval   = 5 * time.Second
+	DefaultLookback   = time.Minute
+	DefaultMargin     = 3 * time.Second
+	DefaultLockExpiry = 30 * time.Second
+	DefaultFailover   = 2 * time.Minute
+)
+
+// WatchConfig configures a Watcher. Prefix is the index's key prefix; the
+// zero value of every other field means its default.
+type WatchConfig struct {
+	// Prefix is the Redis key prefix of the index (delayd --redis-prefix).
+	Prefix string
+	// Interval is how often the marker is checked (default 5 s); the first
+	// check is at Run's start.
+	Interval time.Duration
+	// Lookback is how far before the detected loss the repair starts
+	// (default 1 min): tasks that had fallen due and were not delivered
+	// yet when the index was lost. When this process looked at the index
+	// before the loss (every check does), the repair starts at the oldest
+	// entry then due if that is earlier, and leaves out the tasks that
+	// look showed delivered (Settled); a task it cannot tell is delivered
+	// again (counted by delayq_repair_overdue_total).
+	Lookback time.Duration
+	// MaxDelay is the longest accepted delay (delayd --max-delay, default
+	// payload.DefaultMaxDelay): the repair reaches that far past the loss.
+	MaxDelay time.Duration
+	// Margin is how far producer clocks (the record times of the input)
+	// may be off delayd's (default 3 s): tasks recorded after detection +
+	// Margin were indexed in the new index by ingest, tasks recorded before
+	// watermark − Margin were stored when the index was last looked at.
+	Margin time.Duration
+	// Failover is how far before its detection a loss seen by a changed
+	// replication id may have started (default 2 min): such a repair only
+	// indexes tasks recorded since then, the writes a failover can lose.
+	Failover time.Duration
+	// LockExpiry is the repair lock's expiry, extended while the repair
+	// runs (default 30 s): a process that dies mid-repair hands it over
+	// after that.
+	LockExpiry time.Duration
+	// FlagTTL is how long the op flags the repair sets again live: the op
+	// lifetime, delayd's --max-delay + --retention (default MaxDelay + 7
+	// days).
+	FlagTTL time.Duration
+	// BatchSize and Checkers go to Config.
+	BatchSize, Checkers int
+	Logger              *slog.Logger
+	Metrics             *Metrics
+}
+
+func (c *WatchConfig) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.Interval, DefaultInterval)
+	def(&c.Lookback, DefaultLookback)
+	def(&c.MaxDelay, payload.DefaultMaxDelay)
+	def(&c.Margin, DefaultMargin)
+	def(&c.LockExpiry, DefaultLockExpiry)
+	def(&c.Failover, DefaultFailover)
+	def(&c.FlagTTL, c.MaxDelay+7*24*time.Hour)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports every invalid field at once.
+func (c WatchConfig) Validate() error {
+	var errs []error
+	if c.Prefix == "" {
+		errs = append(errs, fmt.Errorf("%w: empty prefix", ErrConfig))
+	}
+	for name, d := range map[string]time.Duration{
+		"interval": c.Interval, "lookback": c.Lookback, "max delay": c.MaxDelay, "margin": c.Margin, "failover": c.Failover, "flag ttl": c.FlagTTL,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%w: %s %v is negative", ErrConfig, name, d))
+		}
+	}
+	if c.LockExpiry < time.Second {
+		errs = append(errs, fmt.Errorf("%w: lock expiry %v is under 1s", ErrConfig, c.LockExpiry))
+	}
+	return errors.Join(errs...)
+}
+
+// WatchStore is what a Watcher reads from the payload store.
+type WatchStore interface {
+	Store
+	OpScanner
+}
+
+// WatchIndex is what a Watcher reads from and writes into the index
+// (zset.Index).
+type WatchIndex interface {
+	Index
+	Flagger
+	DueKeys(ctx context.Context, until int64) ([]string, error)
+	Marks(ctx context.Context) (map[string]int64, error)
+}
+
+// Causes of a loss (Marker.Cause, the cause label of
+// delayq_repair_loss_detected_total).
+const (
+	causeGeneration = "generation" // the marker's id is gone: a new, flushed or wiped Redis
+	causeReplID     = "replid"     // a replica of the old master was promoted: a failover
+)
+
+// Watcher detects that the Redis index lost data and repairs it from the
+// store. Every delayd runs one; a redsync lock lets one repair at a time.
+type Watcher struct {
+	cfg    WatchConfig
+	client redis.UniversalClient
+	gen    *Generation
+	rs     *redsync.Redsync
+	store  WatchStore
+	ix     WatchIndex
+	log    *slog.Logger
+	failed bool // the last check failed (a WARN was logged)
+	// settled is the last look at the index before a loss (Settled);
+	// zero until one was taken.
+	settled Settled
+}
+
+// NewWatcher returns a Watcher of the index ix on client, repairing from
+// store.
+func NewWatcher(cfg WatchConfig, client redis.UniversalClient, store WatchStore, ix WatchIndex) (*Watcher, error) {
+	cfg.setDefaults()
+	err := cfg.Validate()
+	if client == nil || store == nil || ix == nil {
+		err = errors.Join(err, fmt.Errorf("%w: nil client, store or index", ErrConfig))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Watcher{
+		cfg: cfg, client: client, store: store, ix: ix,
+		gen: NewGeneration(client, cfg.Prefix),
+		rs:  redsync.New(goredis.NewPool(client)),
+		log: cfg.Logger.With("component", "repair"),
+	}, nil
+}
+
+// Run checks at once and then every Interval until ctx ends; a failed
+// check (Redis or HBase down) is retried at the next one. It returns nil
+// when ctx ends.
+func (w *Watcher) Run(ctx context.Context) error {
+	t := time.NewTicker(w.cfg.Interval)
+	defer t.Stop()
+	for {
+		_, err := w.Check(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && !w.failed:
+			w.failed = true
+			w.log.Warn("index loss check failed, retrying", "err", err, "every", w.cfg.Interval)
+		case err == nil && w.failed:
+			w.failed = false
+			w.log.Info("index loss check recovered")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Check looks at the generation marker and the replication id once and,
+// when they show a loss, repairs it unless another process holds the
+// repair lock. It reports whether this call completed a repair.
+func (w *Watcher) Check(ctx context.Context) (bool, error) {
+	m, err := w.gen.Read(ctx)
+	if err != nil {
+		return false, err
+	}
+	repl, err := ReplID(ctx, w.client)
+	if err != nil {
+		return false, err
+	}
+	replID := repl.ID
+	if m.Lost == 0 {
+		cause := ""
+		switch {
+		case m.ID == "":
+			cause = causeGeneration
+		case repl.promotedFrom(m.ReplID):
+			cause = causeReplID
+		case replID != m.ReplID:
+			// First seen, or a master restarted from its files: its
+			// acknowledged writes were in the AOF (Redis writes it before
+			// it answers), so a process crash lost none.
+			return false, w.gen.SetReplID(ctx, replID)
+		default:
+			return false, w.sample(ctx, m)
+		}
+		if m, err = w.gen.MarkLost(ctx, time.Now().UnixMilli(), cause); err != nil {
+			return false, err
+		}
+		w.cfg.Metrics.lossDetected(cause)
+		w.log.Warn("redis index lost data, repairing it from hbase",
+			"cause", m.Cause, "key", w.gen.Key(), "old_replid", m.ReplID, "replid", replID)
+	}
+	return w.repair(ctx, m, replID)
+}
+
+// sample looks at what the index holds due (the oldest due entry) and at
+// how far ingest has stored its input (the watermarks), and keeps it as
+// settled if the marker m is still the same afterwards: then the look
+// was taken before any loss.
+func (w *Watcher) sample(ctx context.Context, m Marker) error {
+	now := time.Now().UnixMilli()
+	marks, err := w.ix.Marks(ctx)
+	if err != nil {
+		return err
+	}
+	stored := int64(0)
+	for field, mark := range marks {
+		if strings.HasPrefix(field, topics.Input+"/") && (stored == 0 || mark < stored) {
+			stored = mark
+		}
+	}
+	if stored == 0 {
+		return nil // no ingest has published yet: nothing known
+	}
+	keys, err := w.ix.DueKeys(ctx, now)
+	if err != nil {
+		return err
+	}
+	oldest := now
+	pipe := w.client.Pipeline()
+	firsts := make([]*redis.ZSliceCmd, len(keys))
+	for i, k := range keys {
+		firsts[i] = pipe.ZRangeWithScores(ctx, k, 0, 0)
+	}
+	if len(keys) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("repair: oldest due entries: %w", err)
+		}
+	}
+	for _, f := range firsts {
+		if z := f.Val(); len(z) == 1 && int64(z[0].Score) < oldest {
+			oldest = int64(z[0].Score)
+		}
+	}
+	after, err := w.gen.Read(ctx)
+	if err != nil {
+		return err
+	}
+	repl, err := ReplID(ctx, w.client)
+	if err != nil {
+		return err
+	}
+	if after != m || repl.ID != m.ReplID {
+		return nil // flushed or failed over while looking: the next check decides
+	}
+	w.settled = Settled{Before: oldest, RecordedBefore: min(stored, now) - w.cfg.Margin.Milliseconds()}
+	return nil
+}
+
+// repair runs the repair of the loss m records under the repair lock.
+func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, error) {
+	mu := w.rs.NewMutex(w.cfg.Prefix+":repair:lock", redsync.WithTries(1), redsync.WithExpiry(w.cfg.LockExpiry))
+	if err := mu.TryLockContext(ctx); err != nil {
+		var taken *redsync.ErrTaken
+		if errors.As(err, &taken) || errors.Is(err, redsync.ErrFailed) {
+			return false, nil // another process repairs
+		}
+		return false, fmt.Errorf("repair: lock: %w", err)
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	extended := make(chan struct{})
+	go func() {
+		defer close(extended)
+		t := time.NewTicker(w.cfg.LockExpiry / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+				if ok, err := mu.ExtendContext(rctx); !ok || err != nil {
+					cancel(fmt.Errorf("repair: lock lost: %w", errors.Join(err, redsync.ErrExtendFailed)))
+					return
+				}
+			}
+		}
+	}()
+	defer func() {
+		cancel(nil)
+		<-extended
+		_, _ = mu.UnlockContext(context.WithoutCancel(ctx))
+	}()
+
+	cfg := Config{
+		From:      max(m.Lost-w.cfg.Lookback.Milliseconds(), 0),
+		To:        m.Lost + w.cfg.MaxDelay.Milliseconds() + w.cfg.Margin.Milliseconds() + 1,
+		Recorded:  Window{To: m.Lost + w.cfg.Margin.Milliseconds()},
+		Unchecked: true, BatchSize: w.cfg.BatchSize, Checkers: w.cfg.Checkers, Metrics: w.cfg.Metrics,
+	}
+	if m.Cause == causeReplID {
+		cfg.Recorded.From = m.Lost - w.cfg.Failover.Milliseconds()
+	}
+	if w.settled.Before != 0 {
+		// Deliveries that were held, or fell behind, reach back further
+		// than the lookback; everything before was delivered.
+		cfg.From = max(min(cfg.From, w.settled.Before), 0)
+		cfg.Settled = w.settled
+	}
+	w.log.Info("index repair started", "from", payload.FormatTime(cfg.From), "to", payload.FormatTime(cfg.To),
+		"lost_at", payload.FormatTime(m.Lost), "cause", m.Cause,
+		"delivered_before", payload.FormatTime(cfg.Settled.Before), "stored_before", payload.FormatTime(cfg.Settled.RecordedBefore))
+	done := w.cfg.Metrics.start()
+	start := time.Now()
+	stats, err := Run(rctx, cfg, w.store, w.ix)
+	var flags int64
+	if err == nil {
+		flags, err = RebuildFlags(rctx, w.store, w.ix, w.cfg.FlagTTL)
+	}
+	done()
+	took := time.Since(start)
+	if err != nil {
+		if c := context.Cause(rctx); c != nil && ctx.Err() == nil {
+			err = c
+		}
+		w.log.Warn("index repair stopped, it starts again at the next check",
+			"err", err, "scanned", stats.Scanned, "reindexed", stats.Reindexed, "took", took.Round(time.Millisecond))
+		return false, err
+	}
+	healed, err := w.gen.Heal(ctx, m.Lost, replID, time.Now())
+	if err != nil {
+		return false, err
+	}
+	w.log.Info("index repair done", "scanned", stats.Scanned, "reindexed", stats.Reindexed, "overdue", stats.Overdue,
+		"op_flags", flags, "present", stats.Present, "cancelled", stats.Cancelled, "moved", stats.Moved, "unrecorded", stats.Unrecorded, "delivered", stats.Delivered,
+		"took", took.Round(time.Millisecond), "healed", healed)
+	return healed, nil
+}

@@ -1,0 +1,187 @@
+package repair
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/zset"
+)
+
+func TestWatcherRepairsAfterFlush(t *testing.T) {
+	f := newFixture(t, 50)
+	ctx := t.Context()
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { c.Close() })
+	zix, err := zset.New(c, zset.Config{Prefix: "w", Segment: time.Minute, Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := zix.Repairer()
+	f.ix = ix
+	reg := prometheus.NewRegistry()
+	metrics, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(WatchConfig{Prefix: "w", Metrics: metrics}, c, f.store, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(f.plain) + len(f.extra)
+
+	// A Redis delayd never used: nothing indexed yet, so the first check
+	// repairs everything the store holds.
+	if ok, err := w.Check(ctx); err != nil || !ok {
+		t.Fatalf("first check: repaired %v, %v", ok, err)
+	}
+	if got := f.pending(t, append(append([]zset.Entry{}, f.plain...), f.extra...)); got != want {
+		t.Fatalf("%d of %d indexed after the first check", got, want)
+	}
+	if ok, err := w.Check(ctx); err != nil || ok {
+		t.Fatalf("second check: repaired %v, %v; want nothing to do", ok, err)
+	}
+	m.FlushAll()
+	if ok, err := w.gen.FlagsTrusted(ctx); err != nil || ok {
+		t.Fatalf("op flags trusted after FLUSHALL: %v, %v", ok, err)
+	}
+	if ok, err := w.Check(ctx); err != nil || !ok {
+		t.Fatalf("check after FLUSHALL: repaired %v, %v", ok, err)
+	}
+	if ok, err := w.gen.FlagsTrusted(ctx); err != nil || !ok {
+		t.Fatalf("op flags not trusted after the repair: %v, %v", ok, err)
+	}
+	flagged, err := ix.Flagged(ctx, []uint64{payload.TaskID("cancelled-id"), payload.TaskID("plain-1")})
+	if err != nil || !flagged[0] || flagged[1] {
+		t.Fatalf("op flags after the repair (cancelled by id, plain): %v, %v", flagged, err)
+	}
+	if got := f.pending(t, append(append([]zset.Entry{}, f.plain...), f.extra...)); got != want {
+		t.Fatalf("%d of %d indexed after the flush", got, want)
+	}
+	if got := f.pending(t, f.skipped); got != 0 {
+		t.Fatalf("%d cancelled or moved rows indexed", got)
+	}
+	if got := testutil.ToFloat64(metrics.reindexedTotal); got != float64(2*want) {
+		t.Fatalf("delayq_repair_reindexed_total = %v, want %d", got, 2*want)
+	}
+	if got := testutil.ToFloat64(metrics.detected.WithLabelValues("generation")); got != 2 {
+		t.Fatalf("losses detected = %v, want 2", got)
+	}
+	if got := testutil.CollectAndCount(metrics.duration); got != 1 {
+		t.Fatalf("duration histogram: %d series", got)
+	}
+
+	// A repair that another process holds the lock of is left to it.
+	m.FlushAll()
+	if err := c.Set(ctx, "w:repair:lock", "someone", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := w.Check(ctx); err != nil || ok {
+		t.Fatalf("check with the lock taken: repaired %v, %v", ok, err)
+	}
+	gm, err := w.gen.Read(ctx)
+	if err != nil || gm.Lost == 0 || gm.Cause != "generation" {
+		t.Fatalf("marker while another repairs: %+v, %v", gm, err)
+	}
+}
+
+func TestPromotedFrom(t *testing.T) {
+	const old, fresh, zero = "aaaa", "bbbb", "0000000000000000000000000000000000000000"
+	tests := []struct {
+		name   string
+		r      Replication
+		stored string
+		want   bool
+	}{
+		{"same master", Replication{ID: old, ID2: zero}, old, false},
+		{"restarted from its files", Replication{ID: fresh, ID2: zero}, old, false},
+		{"promoted replica", Replication{ID: fresh, ID2: old}, old, true},
+		{"nothing stored yet", Replication{ID: fresh, ID2: zero}, "", false},
+		{"cluster: no ids", Replication{}, "", false},
+	}
+	for _, tc := range tests {
+		if got := tc.r.promotedFrom(tc.stored); got != tc.want {
+			t.Errorf("%s: promotedFrom = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestWatcherLeavesDeliveredOut: a look at the index before the loss
+// (its oldest due entry, the watermarks) keeps tasks delivered before the
+// loss out of the repair, and the overdue ones still pending in.
+func TestWatcherLeavesDeliveredOut(t *testing.T) {
+	ctx := t.Context()
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { c.Close() })
+	zix, err := zset.New(c, zset.Config{Prefix: "d", Segment: time.Minute, Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := zix.Repairer()
+	store := payload.NewMemory()
+	now := time.Now()
+	recorded := now.Add(-time.Minute).UnixMilli()
+	var delivered, overdue []zset.Entry
+	var tasks []payload.Task
+	var ids []payload.IDWrite
+	for i := range 40 {
+		name := fmt.Sprintf("t-%d", i)
+		at := now.Add(-40*time.Second + time.Duration(i)*time.Second).UnixMilli() // due 40 s ago .. 1 s ago
+		tasks = append(tasks, payload.Task{ID: payload.TaskID(name), Name: name, Topic: "orders", ExecAt: at})
+		ids = append(ids, payload.IDWrite{ID: payload.TaskID(name), Submitted: at, SubmitRecorded: recorded})
+		if i < 30 {
+			delivered = append(delivered, zset.Entry{ID: payload.TaskID(name), ExecAt: at})
+		} else {
+			overdue = append(overdue, zset.Entry{ID: payload.TaskID(name), ExecAt: at}) // held: still indexed
+		}
+	}
+	if err := store.Put(ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutIDs(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(WatchConfig{Prefix: "d", Lookback: time.Hour}, c, store, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Check(ctx); err != nil { // the first check: a new index, repaired
+		t.Fatal(err)
+	}
+	// The scanner delivers the first 30 (overdue entries live in the
+	// segment of the time they were added).
+	keys, err := ix.DueKeys(ctx, now.UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := ix.Remove(ctx, k, delivered); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.SetMarks(ctx, map[string]int64{"delay-input/0": now.UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := w.Check(ctx); err != nil || ok {
+		t.Fatalf("check with the index intact: repaired %v, %v", ok, err)
+	}
+	m.FlushAll()
+	if ok, err := w.Check(ctx); err != nil || !ok {
+		t.Fatalf("check after FLUSHALL: repaired %v, %v", ok, err)
+	}
+	f := &fixture{ix: ix}
+	if got := f.pending(t, overdue); got != len(overdue) {
+		t.Fatalf("%d of %d overdue tasks held before the loss indexed again", got, len(overdue))
+	}
+	if got := f.pending(t, delivered); got != 0 {
+		t.Fatalf("%d of %d tasks delivered before the loss indexed again (the lookback alone would take all)", got, len(delivered))
+	}
+}
