@@ -22,6 +22,7 @@ import (
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/metric"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/find"
 )
 
 // OpenAPI is the API's OpenAPI 3 document, served at /v1/openapi.yaml.
@@ -41,6 +42,8 @@ type Client interface {
 // States looks a task up by id (payload.State over the payload store).
 type States interface {
 	State(ctx context.Context, id string) (payload.TaskState, error)
+	// List lists stored tasks (find.List over the payload store).
+	List(ctx context.Context, q find.Query) (find.Page, error)
 }
 
 // Server serves the API. Build it with New.

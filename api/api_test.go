@@ -25,6 +25,7 @@ import (
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/httpserve/httpservetest"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/find"
 )
 
 // fakeClient builds messages with a real client and records the writes.
@@ -72,6 +73,9 @@ func (f *fakeClient) Reschedule(ctx context.Context, id string, at time.Time) er
 }
 
 type fakeStates map[string]payload.TaskState
+
+// List lists nothing: fakeStates keeps states, not rows.
+func (s fakeStates) List(context.Context, find.Query) (find.Page, error) { return find.Page{}, nil }
 
 func (s fakeStates) State(_ context.Context, id string) (payload.TaskState, error) {
 	if id == "broken" {
@@ -288,6 +292,8 @@ type failingStates struct{ err error }
 func (s failingStates) State(context.Context, string) (payload.TaskState, error) {
 	return payload.TaskState{}, s.err
 }
+
+func (s failingStates) List(context.Context, find.Query) (find.Page, error) { return find.Page{}, s.err }
 
 // Bodies must say they are JSON: curl -d without a content type sends a
 // form, a browser's cross-site request text/plain or nothing.

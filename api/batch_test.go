@@ -157,8 +157,8 @@ func TestList(t *testing.T) {
 			t.Errorf("?%s: %d %v, want 400", q, code, out)
 		}
 	}
-	srv, _ = newServer(t, Config{}, fakeStates{})
+	srv, _ = newServer(t, Config{}, nil)
 	if code, _ := do(t, srv, "GET", "/v1/tasks", ""); code != http.StatusNotImplemented {
-		t.Errorf("list without a store that lists: %d, want 501", code)
+		t.Errorf("list without a store: %d, want 501", code)
 	}
 }

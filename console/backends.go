@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/find"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -19,9 +20,13 @@ type Index interface {
 	Key(e zset.Entry) string
 }
 
-// Store is the part of the payload store the console reads.
+// Store is the part of the payload store the console reads: task rows,
+// id rows (a task's current due time, for the lookup by id alone) and
+// rows by due time (the Tasks page).
 type Store interface {
 	Get(ctx context.Context, refs []payload.Ref) ([]*payload.Task, error)
+	GetIDs(ctx context.Context, ids []uint64) ([]payload.IDState, error)
+	find.Scanner
 }
 
 // Canceller cancels a task by its id (the delay-id string) and due time,

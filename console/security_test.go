@@ -64,6 +64,10 @@ func TestHostRefused(t *testing.T) {
 type failingStore struct{ err error }
 
 func (s failingStore) Get(context.Context, []payload.Ref) ([]*payload.Task, error) { return nil, s.err }
+func (s failingStore) GetIDs(context.Context, []uint64) ([]payload.IDState, error) { return nil, s.err }
+func (s failingStore) ScanFrom(context.Context, payload.Ref, int64, func(payload.Task) error) error {
+	return s.err
+}
 
 type failingIndex struct{ err error }
 

@@ -11,15 +11,6 @@ import (
 	"github.com/delayq/delayq/payload/find"
 )
 
-// The Tasks page and the lookup by id alone read more of the payload
-// store than Store declares; delayd's stores (HBase, memory) have both.
-// A Backends.Store without them turns the two off: the page says so.
-// The first is find.Scanner; idReader reads id rows (payload.IDStore),
-// which know a task's current due time.
-type idReader interface {
-	GetIDs(ctx context.Context, ids []uint64) ([]payload.IDState, error)
-}
-
 // tasks lists stored tasks: ?topic=&key=&from=&to=&state=&limit=&cursor=
 // (from and to: RFC 3339 or unix ms), as GET /v1/tasks of the HTTP API.
 func (c *Console) tasks(r *http.Request) (any, error) {
@@ -27,15 +18,11 @@ func (c *Console) tasks(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, ok := b.Store.(find.Scanner)
-	if !ok {
-		return nil, httpError{http.StatusNotImplemented, "this delayd has no payload store that lists tasks"}
-	}
 	q, err := find.ParseQuery(r.URL.Query())
 	if err != nil {
 		return nil, httpError{http.StatusBadRequest, err.Error()}
 	}
-	p, err := find.List(r.Context(), f, q, c.cfg.Now())
+	p, err := find.List(r.Context(), b.Store, q, c.cfg.Now())
 	switch {
 	case errors.Is(err, find.ErrQuery), errors.Is(err, find.ErrCursor):
 		return nil, httpError{http.StatusBadRequest, err.Error()}
@@ -55,11 +42,7 @@ func currentDue(ctx context.Context, b *Backends, id, at string) (string, error)
 	if at != "" || id == "" || len(id) > payload.MaxNameLen {
 		return at, nil // taskRef reports a missing or long id
 	}
-	ids, ok := b.Store.(idReader)
-	if !ok {
-		return "", httpError{http.StatusNotImplemented, "this delayd's payload store keeps no id rows: give the due time (at)"}
-	}
-	st, err := ids.GetIDs(ctx, []uint64{payload.TaskID(id)})
+	st, err := b.Store.GetIDs(ctx, []uint64{payload.TaskID(id)})
 	if err != nil {
 		return "", backend("payload store", err)
 	}

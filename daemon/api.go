@@ -34,10 +34,7 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 	if err != nil {
 		return nil, nil, fmt.Errorf("api: client: %w", err)
 	}
-	var states api.States
-	if sr, ok := store.(payload.StateReader); ok {
-		states = storeStates{sr}
-	}
+	states := storeStates{store}
 	loopback := httpserve.Loopback(d.cfg.API)
 	if d.cfg.APIToken == "" && !loopback { // Validate let it through: --api-insecure
 		d.log.Warn("api open to whoever reaches it: --api-insecure on an address other than loopback", "api", d.cfg.API)
@@ -55,7 +52,7 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 }
 
 // storeStates looks task states up in the payload store.
-type storeStates struct{ s payload.StateReader }
+type storeStates struct{ s Store }
 
 func (s storeStates) State(ctx context.Context, id string) (payload.TaskState, error) {
 	return payload.State(ctx, s.s, id, time.Now())
@@ -64,9 +61,5 @@ func (s storeStates) State(ctx context.Context, id string) (payload.TaskState, e
 // List lists the tasks of the payload store (find.List); both stores scan
 // from a row.
 func (s storeStates) List(ctx context.Context, q find.Query) (find.Page, error) {
-	sc, ok := s.s.(find.Scanner)
-	if !ok {
-		return find.Page{}, fmt.Errorf("daemon: the payload store %T cannot list tasks", s.s)
-	}
-	return find.List(ctx, sc, q, time.Now())
+	return find.List(ctx, s.s, q, time.Now())
 }

@@ -32,7 +32,9 @@ import (
 	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/find"
 	"github.com/delayq/delayq/payload/hbase"
+	"github.com/delayq/delayq/repair"
 	"github.com/delayq/delayq/scanner"
 	"github.com/delayq/delayq/topicctl"
 	"github.com/delayq/delayq/topics"
@@ -56,6 +58,8 @@ type Store interface {
 	Put(ctx context.Context, tasks []payload.Task) error
 	Get(ctx context.Context, refs []payload.Ref) ([]*payload.Task, error)
 	payload.IDStore
+	repair.WatchStore // the repair of a lost index scans rows and id rows
+	find.Scanner      // GET /v1/tasks and the console's Tasks page list rows
 }
 
 // Options are what a caller can inject besides Config.

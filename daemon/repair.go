@@ -42,11 +42,6 @@ func (d *Daemon) newRepair(rdb redis.UniversalClient, store Store, ix *zset.Inde
 	if cfg.RepairInterval < 0 {
 		return inIx, nil, nil
 	}
-	rs, ok := store.(repair.WatchStore)
-	if !ok {
-		d.log.Warn("the payload store cannot be scanned: a lost redis index is not repaired")
-		return inIx, nil, nil
-	}
 	m, err := repair.NewMetrics(d.reg)
 	if err != nil {
 		return nil, nil, err
@@ -54,7 +49,7 @@ func (d *Daemon) newRepair(rdb redis.UniversalClient, store Store, ix *zset.Inde
 	w, err := repair.NewWatcher(repair.WatchConfig{
 		Prefix: cfg.Prefix, Interval: cfg.RepairInterval, Lookback: cfg.RepairLookback, MaxDelay: cfg.MaxDelay,
 		FlagTTL: cfg.MaxDelay + cfg.Retention, Logger: d.opts.Logger, Metrics: m,
-	}, rdb, rs, ix.Repairer())
+	}, rdb, store, ix.Repairer())
 	if err != nil {
 		return nil, nil, err
 	}
