@@ -72,7 +72,7 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 			out.cancels++
 		case t.Control == payload.ControlReschedule:
 			out.reschedules++
-		default:
+		default: // a submit or a replace
 			out.accepted++
 		}
 	}
@@ -102,8 +102,8 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 	rows := make([]payload.Task, 0, len(tasks))
 	rowIdx := make([]int, 0, len(tasks)) // rowIdx[j] = index in tasks of rows[j]
 	for i, t := range tasks {
-		if t.Control == payload.ControlNone {
-			rows = append(rows, t)
+		if t.Control == payload.ControlNone || t.Control == payload.ControlReplace {
+			rows = append(rows, row(t, recorded[i]))
 			rowIdx = append(rowIdx, i)
 		}
 	}
@@ -126,7 +126,7 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 			return nil, fmt.Errorf("put moved: %w", err)
 		}
 	}
-	if err := in.index(ctx, tasks, p, refused); err != nil {
+	if err := in.index(ctx, tasks, recorded, p, refused); err != nil {
 		return nil, err
 	}
 	if err := in.finish(ctx, p); err != nil {
@@ -135,13 +135,14 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 	return refused, nil
 }
 
-// index adds the entries of the submits that stay at their own due time
-// and of the plan's copies, unless refused.
-func (in *Ingester) index(ctx context.Context, tasks []payload.Task, p *taskstate.Plan, refused map[int]refusal) error {
+// index adds the entries of the submits and replaces that stay at their
+// own due time and of the plan's copies, unless refused.
+func (in *Ingester) index(ctx context.Context, tasks []payload.Task, recorded []time.Time, p *taskstate.Plan, refused map[int]refusal) error {
 	entries := make([]zset.Entry, 0, len(tasks)+len(p.Copies))
 	idx := make([]int, 0, cap(entries)) // idx[j] = index in tasks of entries[j]
 	for i, t := range tasks {
-		if _, ok := refused[i]; !ok && !t.Cancel && t.Control == payload.ControlNone && !p.Skip[i] {
+		_, no := refused[i]
+		if t = row(t, recorded[i]); !no && !t.Cancel && t.Control == payload.ControlNone && !p.Skip[i] {
 			entries = append(entries, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
 			idx = append(idx, i)
 		}

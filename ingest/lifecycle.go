@@ -37,6 +37,16 @@ func opFlagTTL(maxDelay, retention time.Duration) time.Duration {
 	return ttl
 }
 
+// row returns the task row a message writes: a submit's (and a cancel
+// by id and due time's marker) under its ID, a replace's under its
+// VersionID (taskstate's doc, "Replace").
+func row(t payload.Task, recorded time.Time) payload.Task {
+	if t.Control == payload.ControlReplace {
+		t.ID, t.Control = taskstate.VersionID(t.ID, recorded.UnixMilli()), payload.ControlNone
+	}
+	return t
+}
+
 // ops returns the batch's tasks as the rules see them.
 func ops(tasks []payload.Task, recorded []time.Time) []taskstate.Op {
 	out := make([]taskstate.Op, len(tasks))
@@ -49,6 +59,8 @@ func ops(tasks []payload.Task, recorded []time.Time) []taskstate.Op {
 			o.Kind = taskstate.CancelID
 		case t.Control == payload.ControlReschedule:
 			o.Kind = taskstate.Reschedule
+		case t.Control == payload.ControlReplace:
+			o.Kind = taskstate.Replace
 		}
 		out[i] = o
 	}
@@ -142,7 +154,7 @@ func (in *Ingester) settle(ctx context.Context, policy retry.Policy, p *taskstat
 	}
 	refs := make([]payload.Ref, 0, 2*len(p.Moves))
 	for _, m := range p.Moves {
-		refs = append(refs, payload.Ref{ID: m.ID, ExecAt: m.From}, payload.Ref{ID: m.ID, ExecAt: m.To})
+		refs = append(refs, payload.Ref{ID: m.Row, ExecAt: m.From}, payload.Ref{ID: m.Row, ExecAt: m.To})
 	}
 	var got []*payload.Task
 	if err := in.stage.Do(ctx, opGet, policy, func(ctx context.Context) (err error) {
@@ -194,7 +206,7 @@ func (in *Ingester) finish(ctx context.Context, p *taskstate.Plan) error {
 }
 
 // copies returns the task rows of the plan's copies: the batch's task, or
-// the stored row, at its new due time.
+// the stored row, at its new due time (in the row of Copy.ID).
 func copies(p *taskstate.Plan, tasks []payload.Task, rows map[payload.Ref]*payload.Task) []payload.Task {
 	out := make([]payload.Task, len(p.Copies))
 	for j, c := range p.Copies {
@@ -204,7 +216,7 @@ func copies(p *taskstate.Plan, tasks []payload.Task, rows map[payload.Ref]*paylo
 		} else {
 			t = *rows[payload.Ref{ID: c.ID, ExecAt: c.Row}]
 		}
-		t.ExecAt, t.Cancel, t.Control = c.To, false, payload.ControlNone
+		t.ID, t.ExecAt, t.Cancel, t.Control = c.ID, c.To, false, payload.ControlNone
 		out[j] = t
 	}
 	return out

@@ -92,11 +92,13 @@ func violation(format string, args ...any) error {
 // producer that set none; kafka-go sends 0 for a zero Message.Time) is
 // refused rather than timed by this process's clock, which would make a
 // re-read a second task; delay-id is optional, 1..128 bytes; delay-op is
-// absent, "cancel" or "reschedule"; a cancel needs delay-id and takes
+// absent, "cancel", "reschedule" or "replace"; a cancel needs delay-id and takes
 // delay-at (cancel that row) or no time at all (cancel by id alone,
 // Control = ControlCancelID); a reschedule needs delay-id and exactly one of
 // delay-at and delay-after, the new due time (Control = ControlReschedule,
-// delay-topic optional and ignored); each control
+// delay-topic optional and ignored); a replace (delay-op: replace) is a
+// submit that needs delay-id and takes no recurrence header
+// (Control = ControlReplace); each control
 // header at most once; at most MaxHeaders headers; key + value + headers
 // (HeaderOverhead bytes each beside key and value) at most MaxPayload bytes.
 // Without delay-id the name is DerivedName(m.Topic, m.Partition, m.Offset).
@@ -164,10 +166,13 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 			t.Cancel = true
 		case OpReschedule:
 			t.Control = ControlReschedule
+		case OpReplace:
+			t.Control = ControlReplace
 		default:
-			return Task{}, violation("%s: unknown op %s (want %q or %q)", HeaderOp, quote(h.Value), OpCancel, OpReschedule)
+			return Task{}, violation("%s: unknown op %s (want %q, %q or %q)", HeaderOp, quote(h.Value), OpCancel, OpReschedule, OpReplace)
 		}
 	}
+	task := !t.Cancel && (t.Control == ControlNone || t.Control == ControlReplace) // carries a task
 
 	if h := ctl[ctlTopic]; h != nil {
 		topic := string(h.Value)
@@ -175,7 +180,7 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 			return Task{}, err
 		}
 		t.Topic = topic
-	} else if !t.Cancel && t.Control == ControlNone {
+	} else if task {
 		return Task{}, violation("%s: missing", HeaderTopic)
 	}
 
@@ -222,9 +227,13 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	}
 
 	if t.Cancel || t.Control != ControlNone {
+		why := "an op acts on the series' pending occurrence"
+		if t.Control == ControlReplace {
+			why = "a replace stores a single task; cancel the id and submit a series under a new id"
+		}
 		for _, h := range rec {
 			if h != nil {
-				return Task{}, violation("%s: not with %s %s (an op acts on the series' pending occurrence)", h.Key, HeaderOp, opName(t))
+				return Task{}, violation("%s: not with %s %s (%s)", h.Key, HeaderOp, opName(t), why)
 			}
 		}
 	} else {
@@ -250,10 +259,10 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	}
 	t.ID = TaskID(t.Name)
 
-	if t.Control != ControlNone {
+	if t.Control == ControlCancelID || t.Control == ControlReschedule {
 		t.Topic = "" // a reschedule keeps its task's topic; a cancel has none
 	}
-	if !t.Cancel && t.Control == ControlNone {
+	if task {
 		t.Key = m.Key
 		t.Value = m.Value
 		t.Headers = pass
@@ -272,8 +281,11 @@ func Provenance(key string) bool {
 }
 
 func opName(t Task) string {
-	if t.Control == ControlReschedule {
+	switch t.Control {
+	case ControlReschedule:
 		return OpReschedule
+	case ControlReplace:
+		return OpReplace
 	}
 	return OpCancel
 }

@@ -20,6 +20,9 @@ const (
 	CancelID
 	// Reschedule moves the task the id names to Op.At.
 	Reschedule
+	// Replace stores a new task under the id, due at Op.At, in its own
+	// row (VersionID), and supersedes the task the id names.
+	Replace
 )
 
 // Op is one valid message of a batch, as the rules see it.
@@ -27,7 +30,7 @@ type Op struct {
 	ID       uint64
 	Name     string // delay-id, for refusals
 	Kind     Kind
-	At       int64 // due time, unix ms: Submit, CancelAt; the new one for Reschedule; 0 for CancelID
+	At       int64 // due time, unix ms: Submit, CancelAt; the new one for Reschedule, Replace; 0 for CancelID
 	Recorded int64 // the message's record timestamp, unix ms
 }
 
@@ -77,9 +80,11 @@ func Begin(ops []Op, skip func(i int) bool) *Batch {
 		case Submit:
 			w.Submitted, w.SubmitRecorded = o.At, o.Recorded
 		case CancelID:
-			w.Cancel, b.HasOp[k] = true, true
+			w.Cancel, w.CancelRecorded, b.HasOp[k] = true, o.Recorded, true
 		case Reschedule:
 			w.Moving, w.MoveRecorded, b.HasOp[k] = o.At, o.Recorded, true
+		case Replace:
+			w.Replacing, w.ReplaceRecorded, b.HasOp[k] = o.At, o.Recorded, true
 		}
 	}
 	return b
@@ -106,7 +111,8 @@ func (b *Batch) Reads(flagged []bool) []bool {
 	return read
 }
 
-// Mark is a row to give the cancel marker.
+// Mark is a row to give the cancel marker: ID is the row's id (the
+// task's, or a replace's VersionID).
 type Mark struct {
 	ID   uint64
 	Name string
@@ -115,10 +121,12 @@ type Mark struct {
 
 // Move takes the task of an id to a new due time.
 type Move struct {
-	ID       uint64
+	ID       uint64 // the id row's
+	Row      uint64 // the task row's: ID, or a replace's VersionID
 	Name     string
 	From, To int64
-	// Src is the index in the ops of the submit whose task is copied;
+	// Src is the index in the ops of the submit or replace whose task is
+	// copied;
 	// -1: copy the stored row (at From, or at To when a move cut short by
 	// a crash wrote it already): Settle decides.
 	Src int
@@ -126,7 +134,7 @@ type Move struct {
 }
 
 // Copy is a task row to write: the task of op Src, or else the stored row
-// at Row, copied to To and indexed there.
+// at Row, copied to To and indexed there. ID is the row's id (Move.Row).
 type Copy struct {
 	ID     uint64
 	Src    int
@@ -141,7 +149,8 @@ type Plan struct {
 	Copies  []Copy
 	Markers []Mark
 	Ats     []Write
-	// Skip: submits not indexed at their own due time (cancelled, or moved).
+	// Skip: submits and replaces not indexed at their own due time and
+	// row (cancelled, moved, or replaced).
 	Skip map[int]bool
 	// Refused: ops refused for good, with the delay-error text.
 	Refused map[int]string
@@ -184,19 +193,27 @@ func (p *Plan) cancelled(ops []Op, id uint64, st State, idx []int) {
 			p.Markers = append(p.Markers, Mark{o.ID, o.Name, o.At})
 		case Reschedule:
 			p.Refused[i] = fmt.Sprintf("reschedule: delay-id %q is cancelled", o.Name)
+		case Replace:
+			p.Skip[i] = true
+			p.Markers = append(p.Markers, Mark{o.row(), o.Name, o.At})
+			if st.CancelRecorded > o.Recorded {
+				continue // the cancel came after it: the replace is cancelled, not refused
+			}
+			p.Refused[i] = fmt.Sprintf("replace: delay-id %q is cancelled by id (an id cancelled by id alone is not reused within --max-delay + --retention)", o.Name)
 		}
 	}
 	name := ops[idx[0]].Name
-	for _, at := range []int64{st.Due(), st.Moving} {
-		if at > 0 {
-			p.Markers = append(p.Markers, Mark{id, name, at})
-		}
+	p.supersede(id, name, st)
+	if st.ReplaceRecorded > st.Version && st.Replacing > 0 {
+		p.Markers = append(p.Markers, Mark{VersionID(id, st.ReplaceRecorded), name, st.Replacing})
 	}
 }
 
 // pending: submits and reschedules of an id not cancelled. The target is
 // where the task goes: the latest reschedule's time unless refused.
 func (p *Plan) pending(ops []Op, id uint64, st State, idx []int, now int64, cfg Config) {
+	v, idx := p.replaces(ops, id, st, idx)
+	st = v.st
 	var resched, submits []int
 	for _, i := range idx {
 		switch ops[i].Kind {
@@ -208,21 +225,22 @@ func (p *Plan) pending(ops []Op, id uint64, st State, idx []int, now int64, cfg 
 	}
 	target := st.moving()
 	if len(resched) > 0 {
-		target = p.reschedule(ops, id, st, resched, len(submits) > 0, now, cfg)
+		target = p.reschedule(ops, id, v, resched, len(submits) > 0, now, cfg)
 	}
 	for _, i := range submits {
 		if target > 0 && target != ops[i].At && !stale(st.MoveRecorded, ops[i].Recorded, cfg) {
 			// Its reschedule came first, or this is a re-read: the
 			// submit goes to the reschedule's due time.
 			p.Skip[i] = true
-			p.moves = append(p.moves, Move{ID: id, Name: ops[i].Name, From: ops[i].At, To: target, Src: i})
+			p.moves = append(p.moves, Move{ID: id, Row: id, Name: ops[i].Name, From: ops[i].At, To: target, Src: i})
 		}
 	}
 }
 
 // reschedule decides the reschedules of an id and returns the target of
 // its submits.
-func (p *Plan) reschedule(ops []Op, id uint64, st State, resched []int, submits bool, now int64, cfg Config) int64 {
+func (p *Plan) reschedule(ops []Op, id uint64, v view, resched []int, submits bool, now int64, cfg Config) int64 {
+	st := v.st
 	due, name := st.Due(), ops[resched[0]].Name
 	if st.At == 0 && due != 0 && stale(ops[resched[len(resched)-1]].Recorded, st.SubmitRecorded, cfg) {
 		due = 0 // the stored task came after the grace: not this reschedule's
@@ -243,7 +261,10 @@ func (p *Plan) reschedule(ops []Op, id uint64, st State, resched []int, submits 
 		return st.At
 	}
 	if st.Moving != due && !submits {
-		p.moves = append(p.moves, Move{ID: id, Name: name, From: due, To: st.Moving, Src: -1, ops: resched})
+		if v.src >= 0 {
+			p.Skip[v.src] = true // the batch's replace goes to the reschedule's time
+		}
+		p.moves = append(p.moves, Move{ID: id, Row: v.row, Name: name, From: due, To: st.Moving, Src: v.src, ops: resched})
 	}
 	return st.Moving
 }
@@ -315,8 +336,8 @@ func (p *Plan) move(m Move, src int, row int64) {
 	if origin < 0 {
 		origin = m.ops[len(m.ops)-1]
 	}
-	p.Copies = append(p.Copies, Copy{ID: m.ID, Src: src, Row: row, To: m.To, Origin: origin})
-	p.Markers = append(p.Markers, Mark{m.ID, m.Name, m.From})
+	p.Copies = append(p.Copies, Copy{ID: m.Row, Src: src, Row: row, To: m.To, Origin: origin})
+	p.Markers = append(p.Markers, Mark{m.Row, m.Name, m.From})
 	p.Ats = append(p.Ats, Write{ID: m.ID, Name: m.Name, At: m.To, Moving: m.To})
 }
 
