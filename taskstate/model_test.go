@@ -227,17 +227,17 @@ func (w *world) delivered(id uint64, reps ...int64) []rowKey {
 
 // Scenarios, one per id.
 const (
-	scPlain       = iota // submit
-	scCancelAt           // submit, cancel by id and due time, any order
-	scCancelID           // submit, cancel by id alone, any order
-	scCancelFirst        // cancel by id alone of an unknown id, a submit later
-	scResched            // submit, reschedule, close in time, any order
-	scStale              // reschedule of an unknown id, a submit well after its grace
-	scGhost              // reschedule of an id never submitted
-	scSeries             // a recurring task, a cancel by id alone at a random time or none
-	scReplace            // submit, replace (same due time or not), maybe a reschedule after the replace
-	scReplaceNew         // replace of an id never submitted: a submit
-	scReplaceCancel      // submit, replace, cancel by id alone before or after the replace
+	scPlain         = iota // submit
+	scCancelAt             // submit, cancel by id and due time, any order
+	scCancelID             // submit, cancel by id alone, any order
+	scCancelFirst          // cancel by id alone of an unknown id, a submit later
+	scResched              // submit, reschedule, close in time, any order
+	scStale                // reschedule of an unknown id, a submit well after its grace
+	scGhost                // reschedule of an id never submitted
+	scSeries               // a recurring task, a cancel by id alone at a random time or none
+	scReplace              // submit, replace (same due time or not), maybe a reschedule after the replace
+	scReplaceNew           // replace of an id never submitted: a submit
+	scReplaceCancel        // submit, replace, cancel by id alone before or after the replace
 	scenarios
 )
 
