@@ -321,7 +321,8 @@ func (s *sim) replace(c *idCase, sub Op, t0 int64) {
 		c.cancel = s.produceOn(cancel, at, part)
 	case s.rng.IntN(3) == 0:
 		c.to = c.repAt + (1+s.rng.Int64N(100))*1000
-		c.res = s.produceOn(Op{ID: c.id, Name: name, Kind: Reschedule, At: c.to}, t0+1+s.rng.Int64N(10_000), part)
+		// on either partition: the client keys a replace by its business key
+		c.res = s.produce(Op{ID: c.id, Name: name, Kind: Reschedule, At: c.to}, t0+1+s.rng.Int64N(10_000))
 	}
 	c.rep = s.produceOn(rep, t0, part)
 }
@@ -445,7 +446,7 @@ func (s *sim) check() []string {
 		case !ok && age >= grace.Milliseconds() && !failed(c.res):
 			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule of an unknown id decided %v old not failed", c.id, c.kind, time.Duration(age)*time.Millisecond))
 		case ok && failed(c.res) && written < graceEnd-margin.Milliseconds():
-			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule failed though its task came within its grace (written %d, grace end %d)", c.id, c.kind, written, graceEnd))
+			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule failed though its task came within its grace (written %d, grace end %d): %s", c.id, c.kind, written, graceEnd, s.w.failed[c.res]))
 		}
 		if c.submit >= 0 && failed(c.submit) {
 			errs = append(errs, fmt.Sprintf("id %d (scenario %d): submit failed: %s", c.id, c.kind, s.w.failed[c.submit]))

@@ -3,6 +3,7 @@ package taskstate
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"slices"
 )
 
 // VersionID returns the id of the task row of the replace of the name
@@ -60,7 +61,7 @@ func (p *Plan) replaces(ops []Op, id uint64, st State, idx []int) (view, []int) 
 	if cur >= 0 {
 		o := ops[cur]
 		p.supersede(id, o.Name, st)
-		p.Ats = append(p.Ats, Write{ID: id, Name: o.Name, At: o.At, Version: last, Moving: -1})
+		p.Ats = append(p.Ats, Write{ID: id, Name: o.Name, At: o.At, Version: last})
 		v.st.At, v.st.Version = o.At, last
 		v.row, v.src = o.row(), cur
 	}
@@ -74,17 +75,22 @@ func (p *Plan) replaces(ops []Op, id uint64, st State, idx []int) (view, []int) 
 				p.Skip[i] = true
 				p.Markers = append(p.Markers, Mark{o.row(), o.Name, o.At})
 			}
-		case o.Kind == Reschedule && o.Recorded < last:
-			// superseded by the replace
+		case o.Kind == Reschedule && (o.Recorded < last || cur < 0 && st.Version != last):
+			// superseded by the replace, or waiting in d:r for the
+			// replace, written and not carried out yet, to take it
 		default:
 			rest = append(rest, i)
 		}
 	}
-	if v.st.MoveRecorded < last && v.st.Moving != 0 {
+	switch {
+	case v.st.MoveRecorded < last && v.st.Moving != 0:
 		v.st.Moving = 0 // a reschedule of the task replaced
-		if cur < 0 {
-			p.Ats = append(p.Ats, Write{ID: id, Moving: -1})
-		}
+		p.Ats = append(p.Ats, Write{ID: id, Moving: -1})
+	case cur >= 0 && v.st.moving() != 0 && v.st.Moving != v.st.At && !slices.ContainsFunc(rest, func(i int) bool { return ops[i].Kind == Reschedule }):
+		// A reschedule recorded after the replace was read first: the
+		// replace's task goes to its time.
+		p.Skip[cur] = true
+		p.moves = append(p.moves, Move{ID: id, Row: v.row, Name: ops[cur].Name, From: v.st.At, To: v.st.Moving, Src: cur})
 	}
 	return v, rest
 }
