@@ -131,6 +131,35 @@ type Move struct {
 	// a crash wrote it already): Settle decides.
 	Src int
 	ops []int // the reschedules that ask for it
+	// check is the check row of the reschedule whose cell moves a task
+	// of the batch (Src >= 0): marked with the move (checkOf).
+	check Mark
+}
+
+// Check is a check row to store and index: the reschedule Op, of an id
+// with no task yet, waits for its task until At (its record time + the
+// grace); the scanner then sends the row, the reschedule's failed-topic
+// message, to the failed topic unless a task came and marked it.
+type Check struct {
+	Op int
+	ID uint64 // CheckID
+	At int64
+}
+
+// CheckSlack is how long after a reschedule's grace its check row is due:
+// more than the scanner's hold lead (2 s), so that the scanner delivers
+// the check only once ingest has stored every message of delay-input
+// appended within the grace (internal/watermark), and with it the task
+// that marks the check.
+const CheckSlack = 5 * time.Second
+
+// checkOf is the check row of the reschedule of id recorded at rec, or no
+// row for rec 0.
+func checkOf(id uint64, name string, rec int64, cfg Config) Mark {
+	if rec == 0 {
+		return Mark{}
+	}
+	return Mark{CheckID(id, rec), name, rec + (cfg.RescheduleGrace + CheckSlack).Milliseconds()}
 }
 
 // Copy is a task row to write: the task of op Src, or else the stored row
@@ -147,6 +176,7 @@ type Copy struct {
 // out in the order of its fields (see the package doc, "Order").
 type Plan struct {
 	Copies  []Copy
+	Checks  []Check
 	Markers []Mark
 	Ats     []Write
 	// Skip: submits and replaces not indexed at their own due time and
@@ -212,7 +242,7 @@ func (p *Plan) cancelled(ops []Op, id uint64, st State, idx []int) {
 // pending: submits and reschedules of an id not cancelled. The target is
 // where the task goes: the latest reschedule's time unless refused.
 func (p *Plan) pending(ops []Op, id uint64, st State, idx []int, now int64, cfg Config) {
-	v, idx := p.replaces(ops, id, st, idx)
+	v, idx := p.replaces(ops, id, st, idx, cfg)
 	st = v.st
 	var resched, submits []int
 	for _, i := range idx {
@@ -232,7 +262,8 @@ func (p *Plan) pending(ops []Op, id uint64, st State, idx []int, now int64, cfg 
 			// Its reschedule came first, or this is a re-read: the
 			// submit goes to the reschedule's due time.
 			p.Skip[i] = true
-			p.moves = append(p.moves, Move{ID: id, Row: id, Name: ops[i].Name, From: ops[i].At, To: target, Src: i})
+			p.moves = append(p.moves, Move{ID: id, Row: id, Name: ops[i].Name, From: ops[i].At, To: target, Src: i,
+				check: checkOf(id, ops[i].Name, st.MoveRecorded, cfg)})
 		}
 	}
 }
@@ -278,16 +309,29 @@ func (p *Plan) reschedule(ops []Op, id uint64, v view, resched []int, submits bo
 // re-read of it fails again.
 func (p *Plan) unknown(ops []Op, id uint64, resched []int, now int64, cfg Config) {
 	for _, i := range resched {
-		if age := time.Duration(now-ops[i].Recorded) * time.Millisecond; age >= cfg.RescheduleGrace {
-			p.Refused[i] = fmt.Sprintf(
-				"reschedule: unknown delay-id %q: no task with this id was stored within %v after the reschedule (a reschedule waits for its task that long; this one is %v old)",
-				ops[i].Name, cfg.RescheduleGrace, age)
+		o := ops[i]
+		age := time.Duration(now-o.Recorded) * time.Millisecond
+		if age < cfg.RescheduleGrace {
+			c := checkOf(id, o.Name, o.Recorded, cfg)
+			p.Checks = append(p.Checks, Check{Op: i, ID: c.ID, At: c.At})
+			continue
 		}
+		p.Refused[i] = UnknownReason(o.Name, cfg.RescheduleGrace, age)
+		p.Markers = append(p.Markers, checkOf(id, o.Name, o.Recorded, cfg)) // a re-read's check, if it planned one
 	}
 	last := resched[len(resched)-1]
 	if _, old := p.Refused[last]; old {
 		p.Ats = append(p.Ats, Write{ID: id, Moving: -1, MoveFailed: ops[last].Recorded})
 	}
+}
+
+// UnknownReason is the delay-error of a reschedule of name that found no
+// task within grace; age is how old it was when decided (0: when its
+// check row fired, at the grace's end).
+func UnknownReason(name string, grace, age time.Duration) string {
+	return fmt.Sprintf(
+		"reschedule: unknown delay-id %q: no task with this id was stored within %v after the reschedule (a reschedule waits for its task that long; this one is %v old)",
+		name, grace, max(age, grace))
 }
 
 // stale reports whether a submit recorded at sub came too late for a
@@ -332,6 +376,9 @@ func (p *Plan) Settle(rows []Row) {
 }
 
 func (p *Plan) move(m Move, src int, row int64) {
+	if m.check.ID != 0 && src >= 0 {
+		p.Markers = append(p.Markers, m.check) // its task came: no failure
+	}
 	origin := src
 	if origin < 0 {
 		origin = m.ops[len(m.ops)-1]

@@ -37,6 +37,7 @@ type world struct {
 	decided map[int]int64    // when each message's batch was last completed
 	written map[uint64]int64 // when each id's submit first wrote its id row
 	series  map[uint64]int64 // recurring ids: first due time
+	checks  map[uint64]int   // check rows: the reschedule's message number
 	sent    map[uint64][]sent
 }
 
@@ -48,7 +49,8 @@ type sent struct{ at, when int64 }
 // read back, Stopped markers), deliver, remove the entry. A crash (the
 // scanner's, independent of ingest's) ends the pass; the entry stays and
 // is delivered again.
-func (w *world) scan(now int64, rng *rand.Rand) {
+func (w *world) scan(now, mark int64, rng *rand.Rand) {
+	w.fire(mark)
 	var due []rowKey
 	for k := range w.index {
 		if _, ok := w.series[k.id]; ok && k.at <= now {
@@ -86,6 +88,19 @@ func (w *world) scan(now int64, rng *rand.Rand) {
 			return
 		}
 		delete(w.index, k)
+	}
+}
+
+// fire delivers the check rows due by the ingest watermark mark plus the
+// scanner's lead (2 s): their reschedules fail, unless marked.
+func (w *world) fire(mark int64) {
+	for k := range w.index {
+		if n, ok := w.checks[k.id]; ok && k.at <= mark+2000 {
+			if r := w.rows[k]; r.live && !r.marked {
+				w.failed[n] = "check"
+			}
+			delete(w.index, k)
+		}
 	}
 }
 
@@ -174,6 +189,10 @@ func (w *world) handle(batch []msg, now int64, crash int) bool {
 	for _, c := range p.Copies {
 		w.put(rowKey{c.ID, c.To}, false)
 	}
+	for _, c := range p.Checks {
+		w.put(rowKey{c.ID, c.At}, false)
+		w.checks[c.ID] = batch[c.Op].n
+	}
 	if cut() {
 		return false
 	}
@@ -186,6 +205,9 @@ func (w *world) handle(batch []msg, now int64, crash int) bool {
 		if _, no := p.Refused[c.Origin]; !no {
 			w.index[rowKey{c.ID, c.To}] = true
 		}
+	}
+	for _, c := range p.Checks {
+		w.index[rowKey{c.ID, c.At}] = true
 	}
 	if cut() {
 		return false
@@ -387,7 +409,13 @@ func (s *sim) run() {
 	horizon := s.now + (10 * time.Minute).Milliseconds()
 	for len(queue[0])+len(queue[1]) > 0 || s.now < horizon {
 		s.now += s.rng.Int64N(3000)
-		s.w.scan(s.now, s.rng)
+		mark := s.now // the ingest watermark: every message recorded before it is handled
+		for _, q := range queue {
+			if len(q) > 0 {
+				mark = min(mark, q[0].Recorded)
+			}
+		}
+		s.w.scan(s.now, mark, s.rng)
 		p := s.rng.IntN(2)
 		q := queue[p]
 		if len(q) == 0 || q[0].Recorded > s.now {
@@ -443,6 +471,8 @@ func (s *sim) check() []string {
 		age := s.w.decided[c.res] - s.msgs[c.res].Recorded
 		graceEnd := s.msgs[c.res].Recorded + grace.Milliseconds()
 		switch {
+		case c.kind == scGhost && !failed(c.res):
+			errs = append(errs, fmt.Sprintf("id %d: reschedule of an id never submitted not reported (decided %v old)", c.id, time.Duration(age)*time.Millisecond))
 		case !ok && age >= grace.Milliseconds() && !failed(c.res):
 			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule of an unknown id decided %v old not failed", c.id, c.kind, time.Duration(age)*time.Millisecond))
 		case ok && failed(c.res) && written < graceEnd-margin.Milliseconds():
@@ -499,7 +529,7 @@ func TestModel(t *testing.T) {
 			rng: rand.New(rand.NewPCG(seed, 0)),
 			w: &world{rows: map[rowKey]row{}, index: map[rowKey]bool{}, ids: map[uint64]State{},
 				flags: map[uint64]bool{}, failed: map[int]string{}, decided: map[int]int64{}, written: map[uint64]int64{},
-				series: map[uint64]int64{}, sent: map[uint64][]sent{}},
+				series: map[uint64]int64{}, sent: map[uint64][]sent{}, checks: map[uint64]int{}},
 			now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
 		}
 		s.generate(8)

@@ -6,16 +6,24 @@ import (
 	"slices"
 )
 
+// CheckID returns the id of the check row of the reschedule of the name
+// whose id is id recorded at recorded: a row ingest stores, due when the
+// reschedule's grace ends, that the scanner sends to the failed topic
+// unless a task of the id came in time and marked it (Plan.Checks).
+func CheckID(id uint64, recorded int64) uint64 { return rowHash(id, recorded, 'c') }
+
 // VersionID returns the id of the task row of the replace of the name
 // whose id is id, recorded at recorded (unix ms): a 63-bit hash, so that
 // the new task never shares a row with the task it replaces (same due
 // time or not) and a late submit of the old one cannot overwrite it. A
 // re-read of the replace computes the same id.
-func VersionID(id uint64, recorded int64) uint64 {
+func VersionID(id uint64, recorded int64) uint64 { return rowHash(id, recorded, 'v') }
+
+func rowHash(id uint64, recorded int64, tag byte) uint64 {
 	var b [17]byte
 	binary.BigEndian.PutUint64(b[:8], id)
 	binary.BigEndian.PutUint64(b[8:16], uint64(recorded))
-	b[16] = 'v'
+	b[16] = tag
 	h := fnv.New64a()
 	h.Write(b[:])
 	return h.Sum64() & (1<<63 - 1)
@@ -44,7 +52,7 @@ type view struct {
 // copy) and becomes the current one; an older replace, or a submit
 // recorded before it, is marked and not indexed; an older reschedule does
 // nothing.
-func (p *Plan) replaces(ops []Op, id uint64, st State, idx []int) (view, []int) {
+func (p *Plan) replaces(ops []Op, id uint64, st State, idx []int, cfg Config) (view, []int) {
 	v := view{st: st, row: st.Row(id), src: -1}
 	last := st.replaced()
 	if last == 0 {
@@ -90,7 +98,8 @@ func (p *Plan) replaces(ops []Op, id uint64, st State, idx []int) (view, []int) 
 		// A reschedule recorded after the replace was read first: the
 		// replace's task goes to its time.
 		p.Skip[cur] = true
-		p.moves = append(p.moves, Move{ID: id, Row: v.row, Name: ops[cur].Name, From: v.st.At, To: v.st.Moving, Src: cur})
+		p.moves = append(p.moves, Move{ID: id, Row: v.row, Name: ops[cur].Name, From: v.st.At, To: v.st.Moving, Src: cur,
+			check: checkOf(id, ops[cur].Name, v.st.MoveRecorded, cfg)})
 	}
 	return v, rest
 }
