@@ -3,6 +3,7 @@ package payload
 import (
 	"context"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"time"
 
@@ -147,6 +148,15 @@ func Deliverable(t Task) kafka.Message {
 		kafka.Header{Key: HeaderAt, Value: []byte(FormatTime(t.ExecAt))},
 	)
 	return kafka.Message{Topic: t.Topic, Key: t.Key, Value: t.Value, Headers: h}
+}
+
+// IsCheck reports whether t is a check row (taskstate.CheckID): the
+// failed-topic message of a reschedule that waited for its task, stored by
+// ingest as a task with no topic and delay-error among its headers, which
+// no decoded input has. The scanner sends it to the failed topic as it is
+// when it comes due unmarked.
+func IsCheck(t Task) bool {
+	return t.Topic == "" && slices.ContainsFunc(t.Headers, func(h kafka.Header) bool { return h.Key == HeaderError })
 }
 
 // clone returns a deep copy of t, keeping nil slices nil.

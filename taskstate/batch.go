@@ -326,12 +326,16 @@ func (p *Plan) unknown(ops []Op, id uint64, resched []int, now int64, cfg Config
 }
 
 // UnknownReason is the delay-error of a reschedule of name that found no
-// task within grace; age is how old it was when decided (0: when its
-// check row fired, at the grace's end).
+// task within grace; age is how old it was when decided (0: decided by its
+// check row, at the grace's end).
 func UnknownReason(name string, grace, age time.Duration) string {
+	old := ""
+	if age > 0 {
+		old = fmt.Sprintf("; this one is %v old", age)
+	}
 	return fmt.Sprintf(
-		"reschedule: unknown delay-id %q: no task with this id was stored within %v after the reschedule (a reschedule waits for its task that long; this one is %v old)",
-		name, grace, max(age, grace))
+		"reschedule: unknown delay-id %q: no task with this id was stored within %v after the reschedule (a reschedule waits for its task that long%s)",
+		name, grace, old)
 }
 
 // stale reports whether a submit recorded at sub came too late for a
