@@ -270,9 +270,8 @@ func (c *Client) CancelByID(ctx context.Context, id string) error {
 // delayq applies it asynchronously and sends it to delay-failed, with a
 // delay-error reason, when it cannot apply: the id is cancelled, already
 // due, or unknown (no task of that id submitted within ingest's
-// RescheduleGrace, 30 s by default, after the request is stored when
-// ingest reads it that old). It never moves a task submitted that long
-// after it. Reschedules of one id go to one partition, in order; the last
+// RescheduleGrace, 30 s by default, after the request: reported when that
+// grace ends). It never moves a task submitted that long after it. Reschedules of one id go to one partition, in order; the last
 // one wins.
 func (c *Client) Reschedule(ctx context.Context, id string, at time.Time) error {
 	err := checkOpID(id, payload.OpReschedule)

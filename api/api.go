@@ -258,7 +258,7 @@ type taskAnswer struct {
 // The rules of ops by id for an id with no stored task (taskstate's doc,
 // "Unknown ids"), as the 202 answers state them.
 const (
-	ruleReschedule = "a reschedule moves only a task of this id submitted less than the reschedule grace (30 s by default) after it; one that finds no such task goes to delay-failed (or, while younger than that, waits for it) and moves no task submitted later"
+	ruleReschedule = "a reschedule moves only a task of this id submitted less than the reschedule grace (30 s by default) after it; one that finds no such task goes to delay-failed when that grace ends and moves no task submitted later"
 	ruleCancel     = "a cancel by id alone is kept: this id stays cancelled for --max-delay + --retention, so a task submitted with it in that time is never delivered"
 	ruleReplace    = "a replace stores this task in place of every task of this id recorded before it, in either arrival order: the old one is never delivered, this one once; with no task of this id stored it acts as a submit; an id cancelled by id alone refuses it (delay-failed)"
 )

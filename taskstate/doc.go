@@ -108,8 +108,17 @@
 //     RescheduleGrace or more old is refused (delay-failed) and its cell
 //     is marked failed (d:rf = its record time), so that a re-read of the
 //     batch refuses it again and no task arriving later moves. A younger
-//     one waits in the id row (d:r) for its task; if none comes, it
-//     expires there unreported (payload.State: unknown), moving nothing.
+//     one waits in the id row (d:r) for its task, without holding its
+//     batch: Plan.Checks has ingest store and index a check row
+//     (CheckID), its failed-topic message, due RescheduleGrace +
+//     CheckSlack after its record time. A task recorded in time that
+//     moves to it marks the check (Move.check); otherwise the scanner
+//     sends the check to the failed topic when it is due, which it does
+//     only once ingest has stored every message of delay-input appended
+//     before then (the watermark hold), so the verdict and the move agree.
+//     Checks survive a crash as any row (a re-read plans the same one); a
+//     task that comes through delay-input-slow, outside the hold, later
+//     than the check may be moved after the reschedule was reported.
 //   - A cancel by id alone is kept: d:x stays for MaxDelay + Retention
 //     (the op flag as long), and every task of the id submitted in that
 //     time is stored cancelled, whether the cancel came first or not.
