@@ -97,6 +97,11 @@ func (f *lifecycleFixture) reschedule(id string, sec int) kafka.Message {
 	return msg(1, f.off, payload.HeaderOp, payload.OpReschedule, payload.HeaderID, id, payload.HeaderAt, lcAt(sec))
 }
 
+func (f *lifecycleFixture) replace(id string, sec int) kafka.Message {
+	f.off++
+	return msg(1, f.off, payload.HeaderOp, payload.OpReplace, payload.HeaderTopic, "biz", payload.HeaderID, id, payload.HeaderAt, lcAt(sec))
+}
+
 func (f *lifecycleFixture) handle(t *testing.T, msgs ...kafka.Message) {
 	t.Helper()
 	if err := f.in.handle(t.Context(), msgs, time.Now()); err != nil {
@@ -209,6 +214,37 @@ func TestLifecycleOps(t *testing.T) {
 				return [][]kafka.Message{{f.reschedule("a", 30)}, {f.submit("a", 10)}}
 			},
 			live: map[string][]int64{"a": {ms(30)}},
+		},
+		{
+			name: "replace after the task",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10)}, {f.replace("a", 20)}}
+			},
+			live:       map[string][]int64{"a": {ms(20)}},
+			wantPhases: map[string]payload.Phase{"a": payload.PhasePending},
+		},
+		{
+			name: "replace at the same time before the task, read again after it",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				r := f.replace("a", 10)
+				return [][]kafka.Message{{r}, {f.submit("a", 10)}, {r}}
+			},
+			live: map[string][]int64{"a": {ms(10)}},
+		},
+		{
+			name: "replace then reschedule in one batch",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10)}, {f.replace("a", 20), f.reschedule("a", 30)}}
+			},
+			live: map[string][]int64{"a": {ms(30)}},
+		},
+		{
+			name: "replace of an id cancelled by id",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10)}, {f.cancelID("a")}, {f.replace("a", 20)}}
+			},
+			live:   map[string][]int64{},
+			failed: map[string]string{"a": `replace: delay-id "a" is cancelled by id`},
 		},
 		{
 			// The reschedule is young when handled and waits; the task is
@@ -388,5 +424,28 @@ func TestOpFlagTTL(t *testing.T) {
 		if got := opFlagTTL(tt.maxDelay, tt.retention); got != tt.want {
 			t.Errorf("opFlagTTL(%v, %v) = %v, want %v", tt.maxDelay, tt.retention, got, tt.want)
 		}
+	}
+}
+
+// TestReplaceKeepsItsContent: a replace due at its task's time, read
+// before the task, is what is delivered, not the late task's value.
+func TestReplaceKeepsItsContent(t *testing.T) {
+	f := newLifecycleFixture(t, true)
+	r, s := f.replace("a", 10), f.submit("a", 10)
+	f.handle(t, r)
+	f.handle(t, s)
+	_, entries := f.ix.snapshot()
+	var values []string
+	for _, e := range entries {
+		rows, err := f.st.Get(t.Context(), []payload.Ref{{ID: e.ID, ExecAt: e.ExecAt}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows[0] != nil && !rows[0].Cancel {
+			values = append(values, string(rows[0].Value))
+		}
+	}
+	if len(values) != 1 || values[0] != string(r.Value) {
+		t.Errorf("deliverable values %q, want only the replace's %q", values, r.Value)
 	}
 }
