@@ -17,10 +17,11 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 
 	"github.com/delayq/delayq/internal/version"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // Defaults of Config.
@@ -71,7 +72,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if len(c.Brokers) == 0 {
-		c.Brokers = []string{topics.DefaultBroker}
+		c.Brokers = []string{admin.DefaultBroker}
 	}
 	if c.SlowAfter == 0 {
 		c.SlowAfter = DefaultSlowAfter

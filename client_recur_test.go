@@ -8,8 +8,8 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // TestSubmitRecurringWire: Every and Cron become the recurrence headers,

@@ -16,10 +16,11 @@ import (
 
 	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/ingest"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -465,7 +466,7 @@ func TestRealStack(t *testing.T) {
 	nanos := time.Now().UnixNano()
 	suffix := strconv.FormatInt(nanos, 10)
 	input, slow, failed := "dqtest-client-in-"+suffix, "dqtest-client-slow-"+suffix, "dqtest-client-failed-"+suffix
-	if err := topics.Ensure(ctx, brokers, nil, []topics.Spec{
+	if err := admin.Ensure(ctx, brokers, nil, []admin.Spec{
 		{Name: input, Partitions: 2}, {Name: slow, Partitions: 1}, {Name: failed, Partitions: 1},
 	}); err != nil {
 		t.Fatal(err)

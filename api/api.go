@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
 	_ "embed"
 	"encoding/base64"
 	"encoding/json"
@@ -187,8 +186,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, h func(w http.Res
 		return 0, nil, fail(http.StatusTooManyRequests, "over %g requests a second from one client: slow down", s.cfg.Rate)
 	}
 	if s.cfg.Token != "" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
+		if !httpserve.Bearer(r, s.cfg.Token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="delayq"`)
 			return 0, nil, fail(http.StatusUnauthorized, "missing or wrong bearer token")
 		}

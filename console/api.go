@@ -1,7 +1,6 @@
 package console
 
 import (
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -86,8 +86,7 @@ func (c *Console) authorized(w http.ResponseWriter, r *http.Request) error {
 	if c.cfg.Token == "" {
 		return nil
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(c.cfg.Token)) != 1 {
+	if !httpserve.Bearer(r, c.cfg.Token) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="delayq console"`)
 		return httpError{http.StatusUnauthorized, "missing or wrong console token (DELAYQ_CONSOLE_TOKEN)"}
 	}

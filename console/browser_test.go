@@ -20,10 +20,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/kafka/failed"
+	"github.com/delayq/delayq/failed"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 const browserToken = "browser-test-token-0123456789"

@@ -12,10 +12,10 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/kafka/failed"
+	"github.com/delayq/delayq/failed"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // Writer writes messages that name their topic (producer.New's writer).
@@ -44,7 +44,7 @@ func (c canceller) Cancel(ctx context.Context, id string, execAt int64) error {
 // NewFailedTopic returns a FailedTopic over delay-failed on brokers. It
 // reads the newest messages of every partition with kafka-go's Client (no
 // consumer group, nothing committed) and replays the picked ones with
-// kafka/failed, as delayctl replay does: to the input lane they came from,
+// package failed, as delayctl replay does: to the input lane they came from,
 // without delay-error and delay-source-*, traceable by delay-replay-of.
 // auth secures the connections (nil: plaintext).
 func NewFailedTopic(brokers []string, auth *kafkaauth.Auth, w Writer) FailedTopic {

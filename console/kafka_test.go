@@ -11,10 +11,10 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/delayq/delayq/kafka/failed"
+	"github.com/delayq/delayq/failed"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 func TestKafkaFailedTopicAndCancel(t *testing.T) {

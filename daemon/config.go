@@ -8,14 +8,12 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/api"
-	"github.com/delayq/delayq/ingest"
+	"github.com/delayq/delayq/dispatcher"
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
-	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
-	"github.com/delayq/delayq/scanner"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -28,8 +26,9 @@ const (
 	RoleAPI = "api"
 )
 
-// Config configures delayd. Zero values mean the defaults of
-// docs/ARCHITECTURE.md, "Interfaces".
+// Config configures delayd. A zero field means its default, the value of
+// DefaultConfig; for the booleans that is false, except Console, on in
+// DefaultConfig (and delayd) but off in a zero Config.
 type Config struct {
 	Brokers  []string      // Kafka bootstrap addresses; default 127.0.0.1:9092
 	Redis    string        // Redis address, or Redis Cluster seeds or sentinels, comma-separated; default 127.0.0.1:6379
@@ -37,7 +36,7 @@ type Config struct {
 	Table    string        // HBase table; default delayq_tasks
 	Prefix   string        // Redis key prefix; default delayq
 	Roles    []string      // default ingest, dispatcher, scanner
-	Tick     time.Duration // dispatch tick; default 1m, at least 1s
+	Tick     time.Duration // dispatch tick; default 1m, whole seconds, at least 1s (dispatcher.Config)
 	HTTP     string        // metrics and health address; default 127.0.0.1:9464
 	MaxDelay time.Duration // longest accepted delay; default 720h
 
@@ -134,61 +133,6 @@ var AllRoles = []string{RoleIngest, RoleDispatcher, RoleScanner}
 // KnownRoles are the roles --roles accepts.
 var KnownRoles = append(slices.Clone(AllRoles), RoleAPI)
 
-func (c *Config) setDefaults() {
-	if len(c.Brokers) == 0 {
-		c.Brokers = []string{topics.DefaultBroker}
-	}
-	def := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
-	}
-	def(&c.Redis, zset.DefaultAddr)
-	def(&c.HBaseZK, hbase.DefaultZK)
-	def(&c.HBaseZKRoot, hbase.DefaultZKRoot)
-	def(&c.Table, hbase.DefaultTable)
-	def(&c.Prefix, zset.DefaultPrefix)
-	def(&c.HTTP, DefaultHTTP)
-	def(&c.API, api.DefaultAddr)
-	def(&c.GroupPrefix, DefaultGroupPrefix)
-	if len(c.Roles) == 0 {
-		c.Roles = slices.Clone(AllRoles)
-	}
-	if c.Tick == 0 {
-		c.Tick = DefaultTick
-	}
-	if c.MaxDelay == 0 {
-		c.MaxDelay = payload.DefaultMaxDelay
-	}
-	if c.Salts == 0 {
-		c.Salts = hbase.DefaultSalts
-	}
-	if c.Segment == 0 {
-		c.Segment = zset.DefaultSegment
-	}
-	if c.Shards == 0 {
-		c.Shards = zset.DefaultShards
-	}
-	if c.ZsetFill == 0 {
-		c.ZsetFill = zset.DefaultFill
-	}
-	if c.Partitions == 0 {
-		c.Partitions = topics.DefaultPartitions
-	}
-	if c.ScanWorkers == 0 {
-		c.ScanWorkers = scanner.DefaultWorkers
-	}
-	if c.IngestBatch == 0 {
-		c.IngestBatch = ingest.DefaultBatchSize
-	}
-	if c.Retention == 0 {
-		c.Retention = hbase.DefaultRetention
-	}
-	if c.SlowRate == 0 {
-		c.SlowRate = ingest.DefaultSlowRate
-	}
-}
-
 // Validate reports every problem of c at once.
 func (c *Config) Validate() error {
 	var errs []error
@@ -200,24 +144,22 @@ func (c *Config) Validate() error {
 			bad("roles: unknown role %q (want %s)", r, strings.Join(KnownRoles, ", "))
 		}
 	}
-	if c.Tick < time.Second {
-		bad("tick: %v is below the 1s minimum", c.Tick)
+	// Rules of the role packages are theirs: each is checked by its own
+	// Validate, on the config delayd builds from c, under the flags it
+	// comes from.
+	owned := func(flags string, err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				bad("%s: %w", flags, e)
+			}
+		} else if err != nil {
+			bad("%s: %w", flags, err)
+		}
 	}
-	if c.MaxDelay <= 0 {
-		bad("max-delay: %v must be positive", c.MaxDelay)
-	}
-	if c.Salts < 1 || c.Salts > 256 {
-		bad("salts: %d is outside 1..256", c.Salts)
-	}
-	if c.Segment < time.Second || c.Segment%time.Second != 0 {
-		bad("segment: %v must be whole seconds, at least 1s", c.Segment)
-	}
-	if c.Shards < 1 {
-		bad("shards: %d must be at least 1", c.Shards)
-	}
-	if c.ZsetFill < 1 {
-		bad("zset-fill: %d must be at least 1", c.ZsetFill)
-	}
+	owned("tick", (&dispatcher.Config{Tick: c.Tick}).Validate())
+	zc := c.zsetConfig()
+	owned("segment, shards, zset-fill", zc.Validate())
+	owned("salts, retention, max-delay", c.hbaseConfig().Validate())
 	if c.Partitions < 1 {
 		bad("partitions: %d must be at least 1", c.Partitions)
 	}
@@ -263,6 +205,20 @@ func (c *Config) redisConn() redisconn.Config {
 		Addrs: redisconn.SplitAddrs(c.Redis), MasterName: c.RedisMaster, Cluster: c.RedisCluster,
 		Username: c.RedisUsername, Password: c.RedisPassword, TLS: c.RedisTLS,
 		TLSCA: c.RedisTLSCA, TLSCert: c.RedisTLSCert, TLSKey: c.RedisTLSKey,
+	}
+}
+
+// zsetConfig is the Redis index's config of c, without registry.
+func (c *Config) zsetConfig() zset.Config {
+	return zset.Config{Prefix: c.Prefix, Segment: c.Segment, Shards: c.Shards, Fill: c.ZsetFill}
+}
+
+// hbaseConfig is the HBase store's config of c, without logger and
+// registry.
+func (c *Config) hbaseConfig() hbase.Config {
+	return hbase.Config{
+		ZK: c.HBaseZK, ZKRoot: c.HBaseZKRoot, Table: c.Table, Salts: c.Salts, Retention: c.Retention, MaxDelay: c.MaxDelay,
+		LegacyCells: c.HBaseLegacyCells,
 	}
 }
 

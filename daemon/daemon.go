@@ -28,12 +28,13 @@ import (
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/internal/version"
 	"github.com/delayq/delayq/internal/watermark"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/scanner"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -42,12 +43,10 @@ import (
 // kafka-go writes one batch at a time per partition: the next waits for
 // the acknowledgment of the one before. So BatchSize caps what a partition
 // takes per produce round trip, and on a busy broker that cap is the
-// scanner's throughput: at 100 a 1M burst drain spent 52 % of its workers'
-// time in writes (delivered in 8.9–9.5 s); at 1000, 18 % (7.7–7.9 s). The
-// price is garbage: kafka-go allocates room for BatchSize messages (about
-// 150 B each) with every partition batch it opens, and a steady load opens
-// many small ones (10k tasks/s: delayd CPU per 1,000 tasks 0.053 s at 100,
-// 0.055 and 0.057 s at 1000).
+// scanner's throughput. The price is garbage: kafka-go allocates room for
+// BatchSize messages with every partition batch it opens, and a steady
+// load opens many small ones. Both measured at 100 and 1000:
+// docs/performance.md, "the writer's batch size and merged Gets".
 const writerBatch = 1000
 
 // Store is the payload store the roles share: the HBase store in production,
@@ -147,11 +146,11 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	// Setup waits for its dependencies as long as it takes, like the roles.
 	setup := retry.Policy{CallTimeout: 30 * time.Second}
 	if err := startup.Do(ctx, "create topics", setup, d.noteStart("create topics", func(ctx context.Context) error {
-		specs := topics.Defaults(cfg.Partitions)
+		specs := admin.Defaults(cfg.Partitions)
 		for i := range specs {
 			specs[i].ReplicationFactor = cfg.ReplicationFactor
 		}
-		return topics.Ensure(ctx, cfg.Brokers, d.auth, specs)
+		return admin.Ensure(ctx, cfg.Brokers, d.auth, specs)
 	})); err != nil {
 		return err
 	}
@@ -167,11 +166,9 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		})); err != nil {
 			return err
 		}
-		hb, err := hbase.New(hbase.Config{
-			ZK: cfg.HBaseZK, ZKRoot: cfg.HBaseZKRoot, Table: cfg.Table, Salts: cfg.Salts, Retention: cfg.Retention, MaxDelay: cfg.MaxDelay,
-			LegacyCells: cfg.HBaseLegacyCells,
-			Logger:      d.opts.Logger, Registerer: d.reg,
-		})
+		hcfg := cfg.hbaseConfig()
+		hcfg.Logger, hcfg.Registerer = d.opts.Logger, d.reg
+		hb, err := hbase.New(hcfg)
 		if err != nil {
 			return fmt.Errorf("hbase store: %w", err)
 		}
@@ -190,8 +187,17 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	})); err != nil {
 		return err
 	}
-	ix, err := zset.New(rdb, zset.Config{Prefix: cfg.Prefix, Segment: cfg.Segment, Shards: cfg.Shards, Fill: cfg.ZsetFill, Registerer: d.reg})
+	zcfg := cfg.zsetConfig()
+	zcfg.Registerer = d.reg
+	ix, err := zset.New(rdb, zcfg)
 	if err != nil {
+		return err
+	}
+	// Keys written with another segment, shard count or fill are misread:
+	// like the table's salts, a mismatch is fatal, not an outage.
+	checkLayout := setup
+	checkLayout.Permanent = func(err error) bool { return errors.Is(err, zset.ErrLayoutMismatch) }
+	if err := startup.Do(ctx, "check redis layout", checkLayout, d.noteStart("check redis layout", ix.CheckLayout)); err != nil {
 		return err
 	}
 	w := producer.New(producer.Config{Brokers: cfg.Brokers, Auth: d.auth, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd"), AutoCreateTopics: d.opts.AutoCreateTopics})
@@ -278,13 +284,8 @@ func (d *Daemon) handler() http.Handler {
 	if d.console != nil {
 		d.console.Register(mux)
 	}
-	if d.cfg.Pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		// No /debug/pprof/cmdline: it would show every flag, secrets given
-		// as flags included (pprof.Index answers it 404).
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if h := d.pprof(); h != nil {
+		mux.Handle("/debug/pprof/", h)
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -302,6 +303,31 @@ func (d *Daemon) handler() http.Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	return mux
+}
+
+// pprof is the /debug/pprof/ handler, nil when off. Beyond loopback it
+// needs the console token (profiles and goroutine dumps show what delayd
+// is doing and with which tasks); without one it is off, with a WARN.
+func (d *Daemon) pprof() http.Handler {
+	if !d.cfg.Pprof {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	// No /debug/pprof/cmdline: it would show every flag, secrets given
+	// as flags included (pprof.Index answers it 404).
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if httpserve.Loopback(d.cfg.HTTP) {
+		return mux
+	}
+	if d.cfg.ConsoleToken == "" {
+		d.log.Warn("pprof off: --http is not a loopback address and no console token is set",
+			"http", d.cfg.HTTP, "enable", "set DELAYQ_CONSOLE_TOKEN; /debug/pprof/ then needs it as a bearer token")
+		return nil
+	}
+	return httpserve.RequireBearer(mux, d.cfg.ConsoleToken, "delayq pprof")
 }
 
 // probes are the health checks of the backends the roles use: a real call

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -31,9 +32,17 @@ func TestConfigValidate(t *testing.T) {
 		{name: "defaults"},
 		{name: "one role", cfg: Config{Roles: []string{RoleScanner}}},
 		{name: "unknown role", cfg: Config{Roles: []string{"ingest", "janitor"}}, want: []string{`roles: unknown role "janitor"`}},
-		{name: "tick below 1s", cfg: Config{Tick: 500 * time.Millisecond}, want: []string{"tick: 500ms is below the 1s minimum"}},
-		{name: "salts", cfg: Config{Salts: 300}, want: []string{"salts: 300 is outside 1..256"}},
-		{name: "segment fraction", cfg: Config{Segment: 1500 * time.Millisecond}, want: []string{"segment: 1.5s must be whole seconds"}},
+		// The rules below are the role packages' own (their Validate),
+		// named by the flag: delayd refuses at once what a role would
+		// refuse only once setup is done.
+		{name: "tick below 1s", cfg: Config{Tick: 500 * time.Millisecond}, want: []string{"tick: dispatcher: invalid config: tick 500ms: want whole seconds, at least 1s"}},
+		{name: "tick fraction", cfg: Config{Tick: 1500 * time.Millisecond}, want: []string{"tick: ", "tick 1.5s: want whole seconds"}},
+		{name: "salts", cfg: Config{Salts: 300}, want: []string{"salts, retention, max-delay: hbase: invalid config: Salts 300 out of range 1..256"}},
+		{name: "retention past cell TTLs", cfg: Config{Retention: 200 * 365 * 24 * time.Hour}, want: []string{"salts, retention, max-delay: ", "Retention 1752000h0m0s out of range"}},
+		{name: "segment fraction", cfg: Config{Segment: 1500 * time.Millisecond}, want: []string{"segment, shards, zset-fill: zset: invalid config: segment 1.5s: want whole seconds from 1s to 24h"}},
+		{name: "segment over a day", cfg: Config{Segment: 48 * time.Hour}, want: []string{"segment 48h0m0s: want whole seconds from 1s to 24h"}},
+		{name: "too many shards", cfg: Config{Shards: 1 << 17}, want: []string{"segment, shards, zset-fill: ", "shards 131072: want 1 to 65536"}},
+		{name: "longest segment", cfg: Config{Segment: 24 * time.Hour}},
 		{name: "broker without port", cfg: Config{Brokers: []string{"kafka-1"}}, want: []string{`brokers: "kafka-1" is not host:port`}},
 		{name: "api on loopback without token", cfg: Config{Roles: []string{RoleAPI}, API: "127.0.0.1:8080"}},
 		{name: "api open on all interfaces", cfg: Config{Roles: []string{RoleAPI}, API: "0.0.0.0:8080"},
@@ -46,7 +55,7 @@ func TestConfigValidate(t *testing.T) {
 		{
 			name: "every problem at once",
 			cfg:  Config{Roles: []string{"x"}, Tick: time.Millisecond, MaxDelay: -time.Hour, Shards: -1},
-			want: []string{"roles:", "tick:", "max-delay:", "shards:"},
+			want: []string{"roles:", "tick:", "MaxDelay -1h0m0s is negative", "shards -1"},
 		},
 	}
 	for _, tc := range tests {
@@ -72,15 +81,23 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestDefaultsMatchInterfaces(t *testing.T) {
-	var c Config
-	c.setDefaults()
-	got := []string{strings.Join(c.Brokers, ","), c.Redis, c.HBaseZK, c.Table, c.Prefix, strings.Join(c.Roles, ","), c.Tick.String(), c.HTTP, c.MaxDelay.String()}
-	want := []string{"127.0.0.1:9092", "127.0.0.1:6379", "127.0.0.1:2181", "delayq_tasks", "delayq", "ingest,dispatcher,scanner", "1m0s", "127.0.0.1:9464", "720h0m0s"}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("default %d = %q, want %q (docs/ARCHITECTURE.md Interfaces)", i, got[i], want[i])
-		}
+// A zero Config means DefaultConfig, but for the booleans (Console is on
+// in DefaultConfig, off in a zero Config); a field set is kept.
+func TestZeroConfigMeansDefaults(t *testing.T) {
+	var zero Config
+	zero.setDefaults()
+	want := DefaultConfig()
+	want.Console = false
+	if !reflect.DeepEqual(zero, want) {
+		t.Errorf("zero Config with defaults =\n%+v\nwant DefaultConfig without Console =\n%+v", zero, want)
+	}
+	set := Config{Prefix: "other", Tick: 5 * time.Second, APIRate: -1}
+	set.setDefaults()
+	if set.Prefix != "other" || set.Tick != 5*time.Second || set.APIRate != -1 || set.Table != want.Table {
+		t.Errorf("set fields changed or defaults missing: %+v", set)
+	}
+	if d := DefaultConfig(); &d.Roles[0] == &zero.Roles[0] {
+		t.Error("DefaultConfig shares its Roles slice")
 	}
 }
 

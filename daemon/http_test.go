@@ -101,6 +101,41 @@ func TestPprofHasNoCmdline(t *testing.T) {
 	}
 }
 
+// pprof beyond loopback needs the console token, and without one it is
+// off with a WARN line; on loopback it stays open.
+func TestPprofNeedsTokenOffLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		name, http, token string
+		noAuth, withAuth  int
+	}{
+		{"loopback, no token: open", "127.0.0.1:9464", "", 200, 200},
+		{"all interfaces, no token: off", "0.0.0.0:9464", "", 404, 404},
+		{"all interfaces with token", ":9464", consoleToken, 401, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			d, err := New(Config{HTTP: tc.http, Pprof: true, ConsoleToken: tc.token},
+				Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := d.handler()
+			for auth, want := range map[string]int{"": tc.noAuth, "Bearer " + consoleToken: tc.withAuth} {
+				req := httptest.NewRequest(http.MethodGet, "/debug/pprof/heap", nil)
+				req.Header.Set("Authorization", auth)
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != want {
+					t.Errorf("GET /debug/pprof/heap with %q: %d, want %d", auth, rec.Code, want)
+				}
+			}
+			if off := tc.noAuth == 404; off != strings.Contains(logs.String(), "pprof off") {
+				t.Errorf("off %v, but the log says:\n%s", off, logs.String())
+			}
+		})
+	}
+}
+
 // Run serves --http with Config.Serve's limits, on a real listener: a
 // slow body is cut within the read timeout, an idle keep-alive is closed.
 func TestRunServesWithLimits(t *testing.T) {

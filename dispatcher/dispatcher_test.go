@@ -22,7 +22,7 @@ import (
 	"github.com/delayq/delayq/dispatcher/redlock"
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/scantask"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/dispatcher/redlock"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/scantask"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -32,7 +32,7 @@ func TestRealStackDispatcherEmitsDueZsetsOnly(t *testing.T) {
 	defer cancel()
 
 	topic := prefix + "-scan"
-	if err := topics.Ensure(ctx, brokers, nil, []topics.Spec{{Name: topic, Partitions: 1, ReplicationFactor: 1}}); err != nil {
+	if err := admin.Ensure(ctx, brokers, nil, []admin.Spec{{Name: topic, Partitions: 1, ReplicationFactor: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

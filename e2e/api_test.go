@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/e2e/e2etest"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // TestHTTPAPI drives delayd's HTTP API (--roles ...,api, a bearer token)

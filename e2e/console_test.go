@@ -19,8 +19,8 @@ import (
 
 	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // TestConsoleOffLoopback runs `delayd --embedded --http 0.0.0.0:<port>`

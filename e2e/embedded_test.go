@@ -12,7 +12,8 @@ import (
 
 	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/e2e/e2etest"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/kafka/admin"
+	"github.com/delayq/delayq/topics"
 )
 
 // TestEmbedded runs `delayd --embedded` in-process on free ports — kfake as
@@ -24,7 +25,7 @@ func TestEmbedded(t *testing.T) {
 	topic := e.Topic("orders")
 	out, failed := e.Collect(topic), e.Collect(topics.Failed)
 	e2etest.WaitFor(t, 30*time.Second, "delay-input to exist", func() bool {
-		return topics.Ensure(context.Background(), e.Brokers, nil, []topics.Spec{{Name: topics.Input}}) == nil
+		return admin.Ensure(context.Background(), e.Brokers, nil, []admin.Spec{{Name: topics.Input}}) == nil
 	})
 
 	w := e.NewWorkload(topic, 1000, 50, 8*time.Second, time.Now())

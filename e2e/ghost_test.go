@@ -9,8 +9,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/e2e/e2etest"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // TestGhostReschedule: a reschedule of an id never submitted
@@ -32,7 +33,7 @@ func runGhost(t *testing.T, e *e2etest.Env) {
 	topic := e.Topic("orders")
 	out, failed := e.Collect(topic), e.Collect(topics.Failed)
 	e2etest.WaitFor(t, 30*time.Second, "delay-input to exist", func() bool {
-		return topics.Ensure(context.Background(), e.Brokers, nil, []topics.Spec{{Name: topics.Input}}) == nil
+		return admin.Ensure(context.Background(), e.Brokers, nil, []admin.Spec{{Name: topics.Input}}) == nil
 	})
 	id, seq := e.Run+"-ghost", e.Seq("ghost-reschedule")
 	sent := time.Now().Truncate(time.Millisecond)

@@ -12,8 +12,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/e2e/e2etest"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // TestLifecycle: 10,000 tasks due 15–35 s ahead, of which 1,000 are

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/e2e/e2etest"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // TestPipeline: 20,000 tasks over 0–30 s in all three time formats, 500

@@ -14,7 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/e2e/e2etest"
-	"github.com/delayq/delayq/kafka/failed"
+	"github.com/delayq/delayq/failed"
 	"github.com/delayq/delayq/payload"
 )
 

@@ -10,8 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/delayq/delayq/e2e/e2etest"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/committed/txntest"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // TestTransactionalProducer: a transactional producer (Kafka Streams, a
@@ -38,7 +39,7 @@ func TestEmbeddedTransactionalProducer(t *testing.T) {
 	topic := e.Topic("orders")
 	out, failed := e.Collect(topic), e.Collect(topics.Failed)
 	e2etest.WaitFor(t, 30*time.Second, "delay-input to exist", func() bool {
-		return topics.Ensure(context.Background(), e.Brokers, nil, []topics.Spec{{Name: topics.Input}}) == nil
+		return admin.Ensure(context.Background(), e.Brokers, nil, []admin.Spec{{Name: topics.Input}}) == nil
 	})
 	runTransactional(t, e, topic, out, failed)
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/delayq/delayq/internal/watermark"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // Defaults of Config.
@@ -71,8 +71,8 @@ type Config struct {
 	// BatchSize is the most messages of one partition handled (and
 	// committed) together: large enough to amortize a store round trip
 	// and, in a dense segment, a Redis script per zset touched, small
-	// enough to keep a batch's latency low. Default 4000 (200k burst
-	// submit: 1000 took about 20 % longer, 8000 no less).
+	// enough to keep a batch's latency low. Default 4000 (against 1000 and
+	// 8000: docs/performance.md, "Submit: batch sizes").
 	BatchSize int
 	// BatchBytes closes a batch early once its messages' keys, values and
 	// headers add up to this many bytes, so that large payloads do not

@@ -70,7 +70,7 @@ func (in *Ingester) writeFailed(ctx context.Context, msgs []kafka.Message) error
 // failedMessage is m as written to the failed topic: original key, value and
 // headers (minus stale failure headers and provenance a producer set,
 // payload.Provenance), the reason and the source position, last: replay
-// trusts delay-source-* only there (kafka/failed).
+// trusts delay-source-* only there (package failed).
 func (in *Ingester) failedMessage(m kafka.Message, reason string) kafka.Message {
 	headers := make([]kafka.Header, 0, len(m.Headers)+4)
 	for _, h := range m.Headers {

@@ -11,8 +11,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/deploy/stacktest"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
@@ -48,7 +48,7 @@ func newRealStack(t *testing.T, ctx context.Context) *realStack {
 		group:     "dqtest-ingest-" + suffix,
 		redisAddr: raddr,
 	}
-	err := topics.Ensure(ctx, brokers, nil, []topics.Spec{
+	err := admin.Ensure(ctx, brokers, nil, []admin.Spec{
 		{Name: s.input, Partitions: 3, ReplicationFactor: 1},
 		{Name: s.slow, Partitions: 2, ReplicationFactor: 1},
 		{Name: s.failed, Partitions: 2, ReplicationFactor: 1},

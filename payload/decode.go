@@ -9,7 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // ErrContract is wrapped by every Decode error: the input message breaks the
@@ -121,153 +121,210 @@ func violation(format string, args ...any) error {
 // numbered math.MaxInt64 is the last of its series.
 func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	cfg.setDefaults()
-
-	if n := len(m.Headers); n > MaxHeaders {
-		return Task{}, violation("headers: %d headers, over the limit of %d", n, MaxHeaders)
+	hs, err := splitHeaders(m, cfg.MaxPayload)
+	if err != nil {
+		return Task{}, err
 	}
-	var (
-		ctl  [numControl]*kafka.Header
-		rec  [numRecur]*kafka.Header
-		pass []kafka.Header
-		size = len(m.Key) + len(m.Value)
-	)
-	for i := range m.Headers {
-		h := &m.Headers[i]
-		size += len(h.Key) + len(h.Value) + HeaderOverhead
-		if Provenance(h.Key) {
-			continue // only delayq writes these (see Provenance)
-		}
-		if r := recurIndex(h.Key); r >= 0 {
-			if rec[r] != nil {
-				return Task{}, violation("%s: header given more than once", h.Key)
-			}
-			rec[r] = h
-			continue
-		}
-		c := controlIndex(h.Key)
-		if c < 0 {
-			pass = append(pass, *h)
-			continue
-		}
-		if ctl[c] != nil {
-			return Task{}, violation("%s: header given more than once", h.Key)
-		}
-		ctl[c] = h
+	t, err := decodeOp(hs.ctl[ctlOp])
+	if err != nil {
+		return Task{}, err
 	}
-	if size > cfg.MaxPayload {
-		return Task{}, violation("payload: %d bytes of key, value and headers (%d bytes each beside key and value), over the %d-byte limit",
-			size, HeaderOverhead, cfg.MaxPayload)
+	if err := decodeTopic(&t, hs.ctl[ctlTopic], cfg.AllowTopic); err != nil {
+		return Task{}, err
 	}
-
-	var t Task
-	if h := ctl[ctlOp]; h != nil {
-		switch op := string(h.Value); op {
-		case OpCancel:
-			t.Cancel = true
-		case OpReschedule:
-			t.Control = ControlReschedule
-		case OpReplace:
-			t.Control = ControlReplace
-		default:
-			return Task{}, violation("%s: unknown op %s (want %q, %q or %q)", HeaderOp, quote(h.Value), OpCancel, OpReschedule, OpReplace)
-		}
+	if err := decodeDue(&t, hs.ctl[ctlAt], hs.ctl[ctlAfter], m.Time, now, cfg.MaxDelay); err != nil {
+		return Task{}, err
 	}
-	task := !t.Cancel && (t.Control == ControlNone || t.Control == ControlReplace) // carries a task
-
-	if h := ctl[ctlTopic]; h != nil {
-		topic := string(h.Value)
-		if err := checkTopic(topic, cfg.AllowTopic); err != nil {
-			return Task{}, err
-		}
-		t.Topic = topic
-	} else if task {
-		return Task{}, violation("%s: missing", HeaderTopic)
-	}
-
-	at, after := ctl[ctlAt], ctl[ctlAfter]
-	switch {
-	case at != nil && after != nil:
-		return Task{}, violation("%s and %s: give exactly one, not both", HeaderAt, HeaderAfter)
-	case t.Cancel && after != nil:
-		return Task{}, violation("%s: cancel takes %s (the task's due time) or no time at all, not %s", HeaderOp, HeaderAt, HeaderAfter)
-	case t.Cancel && at == nil:
-		// Cancel by id alone: ingest finds the due time in the id row.
-		t.Cancel, t.Control = false, ControlCancelID
-	case at != nil:
-		ms, err := parseAt(at.Value)
-		if err != nil {
-			return Task{}, err
-		}
-		t.ExecAt = ms
-	case after != nil:
-		d, err := parseAfter(after.Value)
-		if err != nil {
-			return Task{}, err
-		}
-		if d > cfg.MaxDelay {
-			return Task{}, violation("%s: %v is over the maximum delay %v", HeaderAfter, d, cfg.MaxDelay)
-		}
-		if m.Time.IsZero() || m.Time.UnixMilli() <= 0 {
-			return Task{}, violation("%s needs a record timestamp (producer sent none); set one or use %s", HeaderAfter, HeaderAt)
-		}
-		t.ExecAt = m.Time.Add(d).UnixMilli()
-		if t.ExecAt <= 0 { // overflowed: a record timestamp near the end of time
-			return Task{}, violation("%s: %s after the record timestamp is out of range", HeaderAfter, quote(after.Value))
-		}
-	default:
-		return Task{}, violation("%s or %s: missing (give exactly one)", HeaderAt, HeaderAfter)
-	}
-	if ahead := t.ExecAt - now.UnixMilli(); ahead > cfg.MaxDelay.Milliseconds() {
-		when := HeaderAt
-		if after != nil {
-			when = HeaderAfter
-		}
-		return Task{}, violation("%s: due %s, more than the maximum delay %v ahead",
-			when, FormatTime(t.ExecAt), cfg.MaxDelay)
-	}
-
 	if t.Cancel || t.Control != ControlNone {
 		why := "an op acts on the series' pending occurrence"
 		if t.Control == ControlReplace {
 			why = "a replace stores a single task; cancel the id and submit a series under a new id"
 		}
-		for _, h := range rec {
+		for _, h := range hs.rec {
 			if h != nil {
 				return Task{}, violation("%s: not with %s %s (%s)", h.Key, HeaderOp, opName(t), why)
 			}
 		}
 	} else {
-		hs, err := decodeRecurrence(rec, t.ExecAt, cfg.MaxDelay)
+		rs, err := decodeRecurrence(hs.rec, t.ExecAt, cfg.MaxDelay)
 		if err != nil {
 			return Task{}, err
 		}
-		pass = append(pass, hs...)
+		hs.pass = append(hs.pass, rs...)
 	}
-
-	if h := ctl[ctlID]; h != nil {
-		switch n := len(h.Value); {
-		case n == 0:
-			return Task{}, violation("%s: empty", HeaderID)
-		case n > MaxNameLen:
-			return Task{}, violation("%s: %d bytes, over the %d-byte limit", HeaderID, n, MaxNameLen)
-		}
-		t.Name = string(h.Value)
-	} else if t.Cancel || t.Control != ControlNone {
-		return Task{}, violation("%s: %s needs %s", HeaderOp, opName(t), HeaderID)
-	} else {
-		t.Name = DerivedName(m.Topic, m.Partition, m.Offset)
+	if err := decodeName(&t, hs.ctl[ctlID], m); err != nil {
+		return Task{}, err
 	}
-	t.ID = TaskID(t.Name)
-
 	if t.Control == ControlCancelID || t.Control == ControlReschedule {
 		t.Topic = "" // a reschedule keeps its task's topic; a cancel has none
 	}
-	if task {
+	if carriesTask(t) {
 		t.Key = m.Key
 		t.Value = m.Value
-		t.Headers = pass
+		t.Headers = hs.pass
 	}
 	return t, nil
+}
+
+// inputHeaders are the headers of an input message sorted by role.
+type inputHeaders struct {
+	ctl  [numControl]*kafka.Header // control headers, by ctl* index
+	rec  [numRecur]*kafka.Header   // recurrence headers, by recurIndex
+	pass []kafka.Header            // the rest, delivered with the task
+}
+
+// splitHeaders sorts the headers of m, drops provenance headers, and
+// enforces MaxHeaders, each control and recurrence header at most once and
+// the maxPayload bound.
+func splitHeaders(m kafka.Message, maxPayload int) (inputHeaders, error) {
+	var hs inputHeaders
+	if n := len(m.Headers); n > MaxHeaders {
+		return hs, violation("headers: %d headers, over the limit of %d", n, MaxHeaders)
+	}
+	size := len(m.Key) + len(m.Value)
+	for i := range m.Headers {
+		h := &m.Headers[i]
+		size += len(h.Key) + len(h.Value) + HeaderOverhead
+		var slot **kafka.Header
+		switch r, c := recurIndex(h.Key), controlIndex(h.Key); {
+		case Provenance(h.Key):
+			continue // only delayq writes these (see Provenance)
+		case r >= 0:
+			slot = &hs.rec[r]
+		case c >= 0:
+			slot = &hs.ctl[c]
+		default:
+			hs.pass = append(hs.pass, *h)
+			continue
+		}
+		if *slot != nil {
+			return hs, violation("%s: header given more than once", h.Key)
+		}
+		*slot = h
+	}
+	if size > maxPayload {
+		return hs, violation("payload: %d bytes of key, value and headers (%d bytes each beside key and value), over the %d-byte limit",
+			size, HeaderOverhead, maxPayload)
+	}
+	return hs, nil
+}
+
+// decodeOp returns the Task that delay-op (h, nil when absent) makes.
+func decodeOp(h *kafka.Header) (Task, error) {
+	var t Task
+	if h == nil {
+		return t, nil
+	}
+	switch op := string(h.Value); op {
+	case OpCancel:
+		t.Cancel = true
+	case OpReschedule:
+		t.Control = ControlReschedule
+	case OpReplace:
+		t.Control = ControlReplace
+	default:
+		return Task{}, violation("%s: unknown op %s (want %q, %q or %q)", HeaderOp, quote(h.Value), OpCancel, OpReschedule, OpReplace)
+	}
+	return t, nil
+}
+
+// carriesTask: t is a submit or a replace, a task to store.
+func carriesTask(t Task) bool {
+	return !t.Cancel && (t.Control == ControlNone || t.Control == ControlReplace)
+}
+
+// decodeTopic sets t.Topic from delay-topic (h), required unless t is an op.
+func decodeTopic(t *Task, h *kafka.Header, allow func(string) bool) error {
+	if h == nil {
+		if carriesTask(*t) {
+			return violation("%s: missing", HeaderTopic)
+		}
+		return nil
+	}
+	topic := string(h.Value)
+	if err := checkTopic(topic, allow); err != nil {
+		return err
+	}
+	t.Topic = topic
+	return nil
+}
+
+// decodeDue sets t.ExecAt from delay-at or delay-after (at, after; nil
+// when absent), and turns a cancel without a time into a cancel by id.
+// recorded is the record timestamp delay-after counts from.
+func decodeDue(t *Task, at, after *kafka.Header, recorded, now time.Time, maxDelay time.Duration) error {
+	switch {
+	case at != nil && after != nil:
+		return violation("%s and %s: give exactly one, not both", HeaderAt, HeaderAfter)
+	case t.Cancel && after != nil:
+		return violation("%s: cancel takes %s (the task's due time) or no time at all, not %s", HeaderOp, HeaderAt, HeaderAfter)
+	case t.Cancel && at == nil:
+		// Cancel by id alone: ingest finds the due time in the id row.
+		t.Cancel, t.Control = false, ControlCancelID
+		return nil
+	case at != nil:
+		ms, err := parseAt(at.Value)
+		if err != nil {
+			return err
+		}
+		t.ExecAt = ms
+	case after != nil:
+		ms, err := dueAfter(after, recorded, maxDelay)
+		if err != nil {
+			return err
+		}
+		t.ExecAt = ms
+	default:
+		return violation("%s or %s: missing (give exactly one)", HeaderAt, HeaderAfter)
+	}
+	if ahead := t.ExecAt - now.UnixMilli(); ahead > maxDelay.Milliseconds() {
+		when := HeaderAt
+		if after != nil {
+			when = HeaderAfter
+		}
+		return violation("%s: due %s, more than the maximum delay %v ahead",
+			when, FormatTime(t.ExecAt), maxDelay)
+	}
+	return nil
+}
+
+// dueAfter returns the due time delay-after (h) names: the record
+// timestamp plus its delay.
+func dueAfter(h *kafka.Header, recorded time.Time, maxDelay time.Duration) (int64, error) {
+	d, err := parseAfter(h.Value)
+	if err != nil {
+		return 0, err
+	}
+	if d > maxDelay {
+		return 0, violation("%s: %v is over the maximum delay %v", HeaderAfter, d, maxDelay)
+	}
+	if recorded.IsZero() || recorded.UnixMilli() <= 0 {
+		return 0, violation("%s needs a record timestamp (producer sent none); set one or use %s", HeaderAfter, HeaderAt)
+	}
+	ms := recorded.Add(d).UnixMilli()
+	if ms <= 0 { // overflowed: a record timestamp near the end of time
+		return 0, violation("%s: %s after the record timestamp is out of range", HeaderAfter, quote(h.Value))
+	}
+	return ms, nil
+}
+
+// decodeName sets t.Name and t.ID from delay-id (h), required for an op,
+// else derived from where m was read.
+func decodeName(t *Task, h *kafka.Header, m kafka.Message) error {
+	switch {
+	case h != nil && len(h.Value) == 0:
+		return violation("%s: empty", HeaderID)
+	case h != nil && len(h.Value) > MaxNameLen:
+		return violation("%s: %d bytes, over the %d-byte limit", HeaderID, len(h.Value), MaxNameLen)
+	case h != nil:
+		t.Name = string(h.Value)
+	case t.Cancel || t.Control != ControlNone:
+		return violation("%s: %s needs %s", HeaderOp, opName(*t), HeaderID)
+	default:
+		t.Name = DerivedName(m.Topic, m.Partition, m.Offset)
+	}
+	t.ID = TaskID(t.Name)
+	return nil
 }
 
 // Provenance reports whether key is a header that says where a message

@@ -11,8 +11,8 @@ import (
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // Defaults of Config.
@@ -44,8 +44,8 @@ const (
 	// dense segment hold at most ~128 entries each (shard families), so a
 	// step is up to ~16k entries; the store reads the rows of a step that
 	// share a salt with one scan, and the more of them it asks for, the
-	// closer they sit (1M due in one second: 11.0–12.0 s drains with 128
-	// against 12.1–15.9 s with 32).
+	// closer they sit (measured against 32: docs/performance.md, "scans
+	// instead of point Gets").
 	maxGroup = 128
 	// maxParked caps the deliveries a worker holds aside (see park.go);
 	// past it the worker only retries those until some settle.
@@ -113,7 +113,7 @@ type Config struct {
 	// stale, or an outage would look like an unknown topic. Default:
 	// producer.New on Brokers with a batch size of 1, whose "unknown
 	// topic" answers are confirmed by a metadata request of their own
-	// (topics.Missing), built by Run and closed when Run returns.
+	// (admin.Missing), built by Run and closed when Run returns.
 	SingleWriter Writer
 	// MaxDelay bounds the gap between two occurrences of a recurring task
 	// (delayd's --max-delay): a next occurrence further than that after

@@ -7,12 +7,12 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 )
 
 // confirmed is the single writer with its "unknown topic" answers checked
-// against the brokers (topics.Missing). delayq's writers do not auto-create
+// against the brokers (admin.Missing). delayq's writers do not auto-create
 // topics, so kafka-go answers "unknown topic" from its metadata cache, which
 // keeps the last topics it saw while the brokers are unreachable: a topic
 // created since would look missing during an outage and count towards
@@ -51,7 +51,7 @@ func (c confirmed) WriteMessages(ctx context.Context, msgs ...kafka.Message) err
 		topic := msgs[i].Topic
 		v, ok := verdict[topic]
 		if !ok {
-			missing, cerr := topics.Missing(ctx, c.brokers, c.auth, topic)
+			missing, cerr := admin.Missing(ctx, c.brokers, c.auth, topic)
 			switch {
 			case cerr != nil:
 				v = fmt.Errorf("scanner: confirm unknown topic %s: %w", topic, cerr)

@@ -176,8 +176,10 @@ func (w *worker) written(d *delivery, at time.Time) {
 }
 
 // permanent reports whether a produce error, answered about one message
-// alone, means its topic will not take it: too large, an invalid or
-// unauthorized topic, a record the broker refuses.
+// alone, means its topic will never take it: too large, an invalid topic,
+// a record the broker refuses. An authorization failure is not permanent:
+// delayd's own Kafka principal lacks an ACL the operator can grant, an
+// outage of delayd's setup rather than bad input (see unauthorized).
 func permanent(err error) bool {
 	var ke kafka.Error
 	if !errors.As(err, &ke) {
@@ -187,7 +189,6 @@ func permanent(err error) bool {
 	case kafka.MessageSizeTooLarge,
 		kafka.InvalidTopic,
 		kafka.RecordListTooLarge,
-		kafka.TopicAuthorizationFailed,
 		kafka.InvalidRecord,
 		kafka.InvalidTimestamp,
 		kafka.PolicyViolation,
@@ -198,13 +199,22 @@ func permanent(err error) bool {
 }
 
 // messageError reports whether a produce error is about the message or its
-// topic rather than the brokers: a permanent error, or an unknown topic.
+// topic rather than the brokers: a permanent error, an unauthorized or an
+// unknown topic.
 // kafka-go answers "unknown topic" from its metadata cache (producer.New
 // does not auto-create topics), so the shared writer's answer only parks
 // the message: the single writer's answers are confirmed by the brokers
 // (confirmed) before they count towards MaxAttempts.
 func messageError(err error) bool {
-	return permanent(err) || errors.Is(err, kafka.UnknownTopicOrPartition)
+	return permanent(err) || unauthorized(err) || errors.Is(err, kafka.UnknownTopicOrPartition)
+}
+
+// unauthorized reports whether a produce error says delayd may not write
+// the topic: its deliveries stay parked, retried with backoff and logged,
+// until an operator grants the ACL (or pauses the topic); they never go to
+// FailedTopic for it.
+func unauthorized(err error) bool {
+	return errors.Is(err, kafka.TopicAuthorizationFailed)
 }
 
 // redirect turns d.msg into a message for FailedTopic: the deliverable

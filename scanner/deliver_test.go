@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -19,8 +20,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/scantask"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -559,5 +560,53 @@ func TestCheckRowToFailed(t *testing.T) {
 	}
 	if n := value(e.s.m.failed.WithLabelValues(reasonUnknownID)); n != 1 {
 		t.Errorf("unknown_id failures %v, want 1", n)
+	}
+}
+
+// A business topic delayd's principal may not write (a missing ACL) is
+// delayd's setup, not bad input: its task stays pending and is written
+// again, far past MaxAttempts, until the ACL is granted, then delivered
+// once; nothing goes to the failed topic and other topics are delivered
+// meanwhile.
+func TestUnauthorizedTopicWaits(t *testing.T) {
+	e := newEnv(t, Config{MaxAttempts: 2})
+	var granted atomic.Bool
+	e.fail(func(msgs []kafka.Message) error {
+		werrs := make(kafka.WriteErrors, len(msgs))
+		bad := false
+		for i, m := range msgs {
+			if m.Topic == "locked" && !granted.Load() {
+				werrs[i], bad = kafka.TopicAuthorizationFailed, true
+			}
+		}
+		if bad {
+			return werrs
+		}
+		return nil
+	})
+	base := e.now.Add(-time.Minute).UnixMilli()
+	e.put("z", append(tasks(3, "orders", base), task("acl", "locked", base+10)))
+	time.AfterFunc(300*time.Millisecond, func() { granted.Store(true) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e.scan(ctx, scantask.Task{Zset: "z", Until: e.now.UnixMilli()})
+
+	if n := len(e.byTopic("orders")); n != 3 {
+		t.Errorf("delivered %d tasks of other topics, want 3", n)
+	}
+	if got := names(e.byTopic("locked")); !slices.Equal(got, []string{"acl"}) {
+		t.Errorf("delivered to the locked topic %v once the ACL was granted, want [acl]", got)
+	}
+	if n := len(e.byTopic(topics.Failed)); n != 0 {
+		t.Errorf("%d messages in the failed topic for a missing ACL, want 0", n)
+	}
+	if v := value(e.s.m.unauthorized); v <= 2 {
+		t.Errorf("unauthorized_total = %v, want more than MaxAttempts (2): retried until granted", v)
+	}
+	if !strings.Contains(e.logs.String(), "not authorized to write the topic") {
+		t.Errorf("no WARN line names the missing ACL:\n%s", e.logs.String())
+	}
+	if rest := e.ix.pending("z"); len(rest) != 0 {
+		t.Errorf("pending = %v, want none", rest)
 	}
 }

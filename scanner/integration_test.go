@@ -15,9 +15,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/deploy/stacktest"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/scantask"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
@@ -62,7 +62,7 @@ func newStack(ctx context.Context, t *testing.T) *stack {
 	table := fmt.Sprintf("scantest_%d", sfx)
 	st.zk, st.redis, st.table, st.prefix = zk, redisAddr, table, prefix
 
-	if err := topics.Ensure(ctx, brokers, nil, []topics.Spec{
+	if err := admin.Ensure(ctx, brokers, nil, []admin.Spec{
 		{Name: st.scanTopic, Partitions: itPartitions, ReplicationFactor: 1},
 		{Name: st.bizTopic, Partitions: 1, ReplicationFactor: 1},
 		{Name: st.failedTopic, Partitions: 1, ReplicationFactor: 1},

@@ -13,10 +13,11 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/kafka/scantask"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // A Kafka outage is never counted towards MaxAttempts and no valid task is
@@ -151,7 +152,7 @@ func TestMissingTopicRefusedNotCreated(t *testing.T) {
 	if !strings.Contains(reason, "Unknown Topic Or Partition") {
 		t.Errorf("failed message reason %q, want the unknown topic", reason)
 	}
-	if missing, err := topics.Missing(ctx, addrs, nil, "never-made"); err != nil || !missing {
+	if missing, err := admin.Missing(ctx, addrs, nil, "never-made"); err != nil || !missing {
 		t.Errorf("never-made: Missing = %v, %v; the scanner created it", missing, err)
 	}
 }

@@ -104,6 +104,16 @@ func (s *Scanner) missing(e entry) {
 }
 
 // limiter allows up to rate events a second and counts the others.
+// unauthorized logs, at missingLogRate lines a second, that d waits for
+// an ACL: delayd's Kafka principal may not write its topic.
+func (s *Scanner) unauthorized(d *delivery, err error) {
+	s.m.unauthorized.Inc()
+	if ok, suppressed := s.authLog.allow(time.Now()); ok {
+		s.log.Warn("delivery waits: delayd is not authorized to write the topic (grant its Kafka principal WRITE and DESCRIBE on it)",
+			"topic", d.task.Topic, "id", d.task.Name, "attempts", d.attempts, "suppressed", suppressed, "err", err)
+	}
+}
+
 type limiter struct {
 	rate int
 

@@ -19,6 +19,7 @@ type metrics struct {
 	scanTasks    *prometheus.CounterVec
 	commitErrors prometheus.Counter
 	parked       prometheus.Gauge
+	unauthorized prometheus.Counter
 }
 
 // newMetrics builds the scanner's metrics and registers them with reg (nil:
@@ -61,6 +62,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		parked: metric.Register(reg, &errs, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "delayq_scan_parked",
 			Help: "Deliveries held aside after a failed write, written again alone (refused or failing topics).",
+		})),
+		unauthorized: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "delayq_delivery_unauthorized_total",
+			Help: "Writes of a delivery that Kafka refused because delayd's principal may not write its topic (retried until an ACL allows it).",
 		})),
 	}
 	if err := errors.Join(errs...); err != nil {

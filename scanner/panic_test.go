@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/kafka/scantask"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // panicStore is the in-memory store with a bug: Get panics for any call

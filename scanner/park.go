@@ -48,7 +48,8 @@ func (h *parkHeap) Pop() any {
 //     is redirected to FailedTopic, then stripped when FailedTopic refuses
 //     it too, then dropped with an ERROR line; each form is written alone
 //     at once.
-//   - anything else (an outage, a leader moving): written again later.
+//   - anything else (an outage, a leader moving, delayd not authorized to
+//     write the topic): written again later.
 //
 // Its scan task does not wait for it: the entry stays in its zset until
 // the delivery settles, so a crash or a stop leaves it for the next scan of
@@ -137,6 +138,9 @@ func (w *worker) judge(d *delivery, err error, now time.Time) {
 		// delayd creates FailedTopic, so there "unknown" stays transient.
 		d.unknown++
 		refused = d.unknown >= w.s.cfg.MaxAttempts
+	}
+	if unauthorized(err) {
+		w.s.unauthorized(d, err)
 	}
 	switch {
 	case !refused:

@@ -12,8 +12,8 @@ import (
 
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/scantask"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 // A task for a topic the brokers do not know is parked off the step: the

@@ -74,7 +74,9 @@ type Scanner struct {
 	policy retry.Policy
 	// missingLog limits the WARN lines about missing rows.
 	missingLog *limiter
-	recurM     *recurMetrics
+	// authLog limits the WARN lines about unauthorized topics.
+	authLog *limiter
+	recurM  *recurMetrics
 
 	running atomic.Bool
 }
@@ -113,6 +115,7 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 		stage:      stage,
 		policy:     retry.Policy{Backoff: cfg.Backoff},
 		missingLog: newLimiter(missingLogRate),
+		authLog:    newLimiter(missingLogRate),
 		recurM:     rm,
 	}, nil
 }

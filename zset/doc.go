@@ -51,6 +51,14 @@
 // segment, value = tasks all Adds were given for it, raised before they
 // write and never lowered: the bound of the ZADD NX path, see "Costs").
 //
+// The string {prefix}:layout records what every process of the prefix
+// must agree on, e.g. "version=1 segment=1m0s shards=256 zset-fill=127"
+// (Layout): LayoutVersion, Config.Segment, Config.Shards and Config.Fill,
+// named after delayd's flags. CheckLayout writes it when absent (SET NX:
+// the first start, or a Redis that lost its keys) and otherwise refuses a
+// different layout with ErrLayoutMismatch, as package payload/hbase refuses
+// a table of another salt count.
+//
 // # Shard families
 //
 // The number of zsets a segment uses follows how many tasks fall in it, so

@@ -27,9 +27,9 @@ const (
 	// (their --redis flag); the index itself takes a ready client.
 	DefaultAddr = "127.0.0.1:6379"
 	// DefaultPrefix, DefaultSegment and DefaultShards are the defaults of
-	// Config. 256 shards of 1-minute segments keep every zset a listpack (at
-	// most 128 members) up to about 1.3M tasks due per hour, evenly spread;
-	// see the package doc, "Memory".
+	// Config. A segment denser than Shards*Fill tasks grows shard families,
+	// so every zset stays a listpack however the tasks are spread; see the
+	// package doc, "Shard families" and "Memory".
 	DefaultPrefix  = "delayq"
 	DefaultSegment = time.Minute
 	DefaultShards  = 256

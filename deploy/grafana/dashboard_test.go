@@ -20,8 +20,8 @@ import (
 
 	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 )
 
 type dashboard struct {

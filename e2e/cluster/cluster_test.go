@@ -13,7 +13,7 @@ import (
 
 	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/kafka/scantask"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // TestThreeDaemons: three delayd on the three-master Redis Cluster and

@@ -12,7 +12,7 @@ import (
 
 	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // Shape of the steady input.

@@ -16,7 +16,7 @@ import (
 // client, and Ping says the address is a cluster node instead of letting
 // MOVED errors come later; one seed with Cluster set works.
 func TestClusterClient(t *testing.T) {
-	startPrivate(t)
+	private.Require(t, "the cluster tests start a Kafka and a Redis Cluster of their own")
 	ctx := context.Background()
 	rdb := clusterClient(t)
 	if err := redisconn.Ping(ctx, rdb); err != nil {

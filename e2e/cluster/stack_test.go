@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -43,11 +42,7 @@ func clusterEnv() []string {
 }
 
 func TestMain(m *testing.M) {
-	code := e2etest.Main(m)
-	if err := private.Teardown(); err != nil {
-		fmt.Fprintln(os.Stderr, "cluster: removing the private stack:", err)
-	}
-	os.Exit(code)
+	os.Exit(e2etest.MainPrivate(m, private))
 }
 
 // stack returns the test's Env on the private Kafka and Redis Cluster and
@@ -56,21 +51,10 @@ func TestMain(m *testing.M) {
 func stack(t *testing.T) *e2etest.Env {
 	t.Helper()
 	zk := stacktest.HBase(t)
-	startPrivate(t)
+	private.Require(t, "the cluster tests start a Kafka and a Redis Cluster of their own")
 	// No Redis in the Env: its cleanup would drop keys with a single-node
 	// client. The cluster goes with the private stack.
 	return e2etest.NewEnv(t, e2etest.Stack{Brokers: []string{addr(kafkaPort)}, ZK: zk}, "cl")
-}
-
-// startPrivate starts the private stack on first use.
-func startPrivate(t *testing.T) {
-	t.Helper()
-	if err := private.Start(); err != nil {
-		if stacktest.CI() {
-			t.Fatalf("private stack did not start (CI=true, integration tests never skip): %v", err)
-		}
-		t.Skipf("private stack did not start: %v", err)
-	}
 }
 
 // seeds is the --redis value of the cluster.
@@ -96,7 +80,7 @@ func clusterClient(t *testing.T) redis.UniversalClient {
 	return rdb
 }
 
-func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+var addr = e2etest.Addr
 
 // masterOf returns the port of the master that serves key.
 func masterOf(t *testing.T, rdb redis.UniversalClient, key string) int {

@@ -10,8 +10,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // Submit produces a workload in its order: the cancels that precede their
@@ -67,7 +68,7 @@ func (e *Env) Collect(topic string) *Collector {
 	e.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := topics.Ensure(ctx, e.Brokers, nil, []topics.Spec{{Name: topic, Partitions: 4}}); err != nil {
+	if err := admin.Ensure(ctx, e.Brokers, nil, []admin.Spec{{Name: topic, Partitions: 4}}); err != nil {
 		e.T.Fatalf("create %s: %v", topic, err)
 	}
 	ends, err := endOffsets(ctx, e.Brokers, topic)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // Timing of a Phase.

@@ -7,10 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
+
+	"github.com/delayq/delayq/deploy/stacktest"
 )
 
 // PrivateStack is a stack of the project's own (deploy/local/stack) on
@@ -83,6 +87,36 @@ func (p *PrivateStack) watch() error {
 	p.watcher = cmd
 	return nil
 }
+
+// Require starts the stack on first use. With -short outside CI it skips
+// t first, saying why (short: "the fault tests start a stack of their own
+// …"); a stack that does not start fails t under CI=true (integration
+// tests never skip there) and skips it otherwise.
+func (p *PrivateStack) Require(t testing.TB, short string) {
+	t.Helper()
+	if testing.Short() && !stacktest.CI() {
+		t.Skip("-short: " + short)
+	}
+	if err := p.Start(); err != nil {
+		if stacktest.CI() {
+			t.Fatalf("%s: private stack did not start (CI=true, integration tests never skip): %v", p.Name, err)
+		}
+		t.Skipf("%s: private stack did not start: %v", p.Name, err)
+	}
+}
+
+// MainPrivate runs the tests of a package with a private stack (Main) and
+// then removes the stack; it returns the exit code for os.Exit.
+func MainPrivate(m *testing.M, p *PrivateStack) int {
+	code := Main(m)
+	if err := p.Teardown(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: removing the private stack: %v\n", p.Name, err)
+	}
+	return code
+}
+
+// Addr is the loopback address of port.
+func Addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 // Teardown kills the services (their data go anyway) and wipes the stack,
 // if Start started it.

@@ -15,9 +15,8 @@ import (
 	"github.com/tsuna/gohbase"
 	"github.com/tsuna/gohbase/hrpc"
 
-	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/e2e/e2etest"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // The private cluster's ports: none of them is another stack's, and all
@@ -43,11 +42,7 @@ var private = &e2etest.PrivateStack{Name: "failover", Env: []string{
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	code := e2etest.Main(m)
-	if err := private.Teardown(); err != nil {
-		fmt.Fprintln(os.Stderr, "failover: removing the private cluster:", err)
-	}
-	os.Exit(code)
+	os.Exit(e2etest.MainPrivate(m, private))
 }
 
 // brokerService maps a Kafka node id to its service name.
@@ -56,20 +51,11 @@ func brokerService(id int) string { return "kafka-" + strconv.Itoa(id) }
 // rsService maps a RegionServer port to its service name.
 func rsService(port int) string { return "hbase-rs-" + strconv.Itoa((port-regionPort)/10+1) }
 
-// stack returns the private cluster, starting it on first use. With -short
-// outside CI the test is skipped; a cluster that does not start fails the
-// test under CI=true and skips it otherwise.
+// stack returns the private cluster, starting it on first use
+// (PrivateStack.Require).
 func stack(t *testing.T) e2etest.Stack {
 	t.Helper()
-	if testing.Short() && !stacktest.CI() {
-		t.Skip("-short: the failover tests start a cluster of their own and run about 11 minutes")
-	}
-	if err := private.Start(); err != nil {
-		if stacktest.CI() {
-			t.Fatalf("private cluster did not start (CI=true, failover tests never skip): %v", err)
-		}
-		t.Skipf("private cluster did not start: %v", err)
-	}
+	private.Require(t, "the failover tests start a cluster of their own and run about 11 minutes")
 	return e2etest.Stack{
 		Brokers: []string{addr(kafkaPort), addr(kafkaPort + 2), addr(kafkaPort + 4)},
 		Redis:   addr(redisPort),
@@ -77,7 +63,7 @@ func stack(t *testing.T) e2etest.Stack {
 	}
 }
 
-func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+var addr = e2etest.Addr
 
 // stack runs deploy/local/stack on the cluster and fails the test on an
 // error; it returns the command's standard output.

@@ -15,9 +15,8 @@ import (
 	"github.com/tsuna/gohbase"
 	"github.com/tsuna/gohbase/hrpc"
 
-	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/e2e/e2etest"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // The private stack's ports: none of them is one of the shared stack's.
@@ -44,27 +43,14 @@ var private = &e2etest.PrivateStack{Name: "fault", Env: []string{
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	code := e2etest.Main(m)
-	if err := private.Teardown(); err != nil {
-		fmt.Fprintln(os.Stderr, "fault: removing the private stack:", err)
-	}
-	os.Exit(code)
+	os.Exit(e2etest.MainPrivate(m, private))
 }
 
-// stack returns the private stack, starting it on first use. With -short
-// outside CI the test is skipped; a stack that does not start fails the
-// test under CI=true and skips it otherwise.
+// stack returns the private stack, starting it on first use
+// (PrivateStack.Require).
 func stack(t *testing.T) e2etest.Stack {
 	t.Helper()
-	if testing.Short() && !stacktest.CI() {
-		t.Skip("-short: the fault tests start a stack of their own and run about 11 minutes")
-	}
-	if err := private.Start(); err != nil {
-		if stacktest.CI() {
-			t.Fatalf("private stack did not start (CI=true, fault tests never skip): %v", err)
-		}
-		t.Skipf("private stack did not start: %v", err)
-	}
+	private.Require(t, "the fault tests start a stack of their own and run about 11 minutes")
 	return e2etest.Stack{
 		Brokers: []string{addr(kafkaPort)},
 		Redis:   addr(redisPort),
@@ -72,7 +58,7 @@ func stack(t *testing.T) e2etest.Stack {
 	}
 }
 
-func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+var addr = e2etest.Addr
 
 // stopService takes service away: SIGTERM, or SIGKILL when kill is set.
 func stopService(t *testing.T, service string, kill bool) time.Duration {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +21,7 @@ import (
 	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // The private stack's ports: none is the shared stack's, e2e/fault's or
@@ -46,17 +45,14 @@ var private = &e2etest.PrivateStack{Name: "e2e-secure", Services: []string{"kafk
 }}
 
 func TestMain(m *testing.M) {
-	code := e2etest.Main(m)
+	code := e2etest.MainPrivate(m, private)
 	if ctlBin != "" {
 		os.RemoveAll(filepath.Dir(ctlBin))
-	}
-	if err := private.Teardown(); err != nil {
-		fmt.Fprintln(os.Stderr, "secure: removing the private stack:", err)
 	}
 	os.Exit(code)
 }
 
-func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+var addr = e2etest.Addr
 
 // secured is what a client of the private stack needs: the files and
 // passwords deploy/local/secure.sh made.
@@ -77,20 +73,11 @@ func stack(t *testing.T) (*e2etest.Env, secured) {
 	return e2etest.NewEnv(t, e2etest.Stack{Brokers: []string{addr(internalPort)}, ZK: zk}, "sec"), s
 }
 
-// startPrivate starts the private stack on first use. With -short outside
-// CI the test is skipped; a stack that does not start fails the test under
-// CI=true and skips it otherwise.
+// startPrivate starts the private stack on first use
+// (PrivateStack.Require).
 func startPrivate(t *testing.T) secured {
 	t.Helper()
-	if testing.Short() && !stacktest.CI() {
-		t.Skip("-short: the secure tests start a Kafka and a Redis of their own")
-	}
-	if err := private.Start(); err != nil {
-		if stacktest.CI() {
-			t.Fatalf("private secured stack did not start (CI=true, integration tests never skip): %v", err)
-		}
-		t.Skipf("private secured stack did not start: %v", err)
-	}
+	private.Require(t, "the secure tests start a Kafka and a Redis of their own")
 	return secured{dir: filepath.Join(private.Dir(), "secure")}
 }
 

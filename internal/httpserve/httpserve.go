@@ -2,6 +2,7 @@ package httpserve
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -216,4 +217,24 @@ func HostAllowed(host string, names []string) bool {
 		return true
 	}
 	return slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(strings.TrimSuffix(n, "."), host) })
+}
+
+// Bearer reports whether r carries "Authorization: Bearer <token>",
+// compared in constant time. An empty token never matches.
+func Bearer(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+// RequireBearer serves h only to requests that carry token (Bearer);
+// others get 401 with a WWW-Authenticate header naming realm.
+func RequireBearer(h http.Handler, token, realm string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !Bearer(r, token) {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

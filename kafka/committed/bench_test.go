@@ -9,9 +9,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/deploy/stacktest"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/committed"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 )
 
 // BenchmarkRead reads n messages of 100 bytes from one partition of the
@@ -24,7 +24,7 @@ func BenchmarkRead(b *testing.B) {
 	brokers := stacktest.Kafka(b)
 	ctx := context.Background()
 	topic := fmt.Sprintf("dqbench-committed-%d", time.Now().UnixNano())
-	if err := topics.Ensure(ctx, brokers, nil, []topics.Spec{{Name: topic, Partitions: 1, ReplicationFactor: 1}}); err != nil {
+	if err := admin.Ensure(ctx, brokers, nil, []admin.Spec{{Name: topic, Partitions: 1, ReplicationFactor: 1}}); err != nil {
 		b.Fatal(err)
 	}
 	w := producer.New(producer.Config{Brokers: brokers})

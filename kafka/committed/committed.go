@@ -13,8 +13,8 @@ import (
 	"github.com/segmentio/kafka-go/protocol"
 	fetchAPI "github.com/segmentio/kafka-go/protocol/fetch"
 
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 )
 
 // Defaults of Config.
@@ -31,7 +31,7 @@ const (
 
 // Config says what a Reader reads.
 type Config struct {
-	Brokers   []string        // default topics.DefaultBroker
+	Brokers   []string        // default admin.DefaultBroker
 	Auth      *kafkaauth.Auth // TLS and SASL; nil: plaintext
 	Topic     string          // required
 	Partition int
@@ -78,7 +78,7 @@ func NewReader(cfg Config) (*Reader, error) {
 		return nil, errors.New("committed: no topic")
 	}
 	if len(cfg.Brokers) == 0 {
-		cfg.Brokers = []string{topics.DefaultBroker}
+		cfg.Brokers = []string{admin.DefaultBroker}
 	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultMaxBytes

@@ -12,9 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/delayq/delayq/deploy/stacktest"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/committed"
 	"github.com/delayq/delayq/kafka/committed/txntest"
-	"github.com/delayq/delayq/kafka/topics"
 )
 
 // TestReadCommitted reads a partition a transactional producer wrote
@@ -42,7 +42,7 @@ func TestReadCommitted(t *testing.T) {
 					t.Skip("short")
 				}
 				brokers = stacktest.Kafka(t)
-				if err := topics.Ensure(ctx, brokers, nil, []topics.Spec{{Name: topic, Partitions: 2, ReplicationFactor: 1}}); err != nil {
+				if err := admin.Ensure(ctx, brokers, nil, []admin.Spec{{Name: topic, Partitions: 2, ReplicationFactor: 1}}); err != nil {
 					t.Fatal(err)
 				}
 			}

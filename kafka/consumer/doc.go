@@ -1,8 +1,9 @@
 // Package consumer holds the consumer-group side of delayq's Kafka
-// plumbing: the group preset for stages on the Generation API (NewGroup),
-// the reader preset (NewReader), the group timing every group shares
-// (HeartbeatInterval, SessionTimeout, JoinBackoff, PartitionWatchInterval,
-// MaxDrain), and Window, the sliding-window offset committer.
+// plumbing: the group preset for stages on the Generation API (NewGroup,
+// Generations), a consumer-group reader preset (NewReader), the group
+// timing every group shares (HeartbeatInterval, SessionTimeout,
+// JoinBackoff, PartitionWatchInterval, MaxDrain), and Window, the
+// sliding-window offset committer.
 //
 // # Timing
 //
@@ -16,13 +17,17 @@
 //
 // # Readers
 //
-// NewReader builds a consumer-group reader with fetch settings that suit
-// delayq (MinBytes 1, MaxWait 500 ms). Use FetchMessage and commit
-// explicitly: ReadMessage commits synchronously after every message when
-// CommitInterval is 0, a broker round trip per message.
-// Reader.CommitMessages commits exactly the offsets given and, after a
-// rebalance, may land on the next generation and move an offset backwards:
-// delayq's stages commit through kafka-go's Generation API instead.
+// delayq's stages do not use a consumer-group reader: they join their
+// group with NewGroup and, per assigned partition of a generation, read
+// with a partition reader of their own (ingest: package kafka/committed;
+// the scanner: a kafka-go partition reader), committing through the
+// generation. A consumer-group Reader's CommitMessages commits exactly the
+// offsets given and, after a rebalance, may land on the next generation
+// and move an offset backwards. NewReader, with the group timing above
+// and fetch settings of MinBytes 1 and MaxWait 500 ms, serves tests and
+// tools that read a topic as a group; use FetchMessage and commit
+// explicitly there too (ReadMessage with CommitInterval 0 commits after
+// every message, a broker round trip each).
 //
 // # Window
 //

@@ -10,9 +10,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/internal/klog"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 )
 
 // Consumer-group timing shared by every group delayq runs (NewGroup,
@@ -49,7 +49,7 @@ const (
 // GroupConfig configures NewGroup. ID and Topics are required.
 type GroupConfig struct {
 	ID      string
-	Brokers []string // default topics.DefaultBroker
+	Brokers []string // default admin.DefaultBroker
 	// Auth secures the connections (TLS, SASL); nil: plaintext.
 	Auth   *kafkaauth.Auth
 	Topics []string
@@ -98,7 +98,7 @@ func groupConfig(cfg GroupConfig) kafka.ConsumerGroupConfig {
 		GroupBalancers:         balancers,
 	}
 	if len(gc.Brokers) == 0 {
-		gc.Brokers = []string{topics.DefaultBroker}
+		gc.Brokers = []string{admin.DefaultBroker}
 	}
 	if cfg.Logger != nil {
 		gc.ErrorLogger = klog.Logger(cfg.Logger.With("component", "kafka_group"))

@@ -11,8 +11,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/deploy/stacktest"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 )
 
 // The foundation's Kafka check on the real broker: create a topic, produce
@@ -25,10 +25,10 @@ func TestRealKafkaProduceGroupCommitResume(t *testing.T) {
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 10)
 	topic, group := "dqtest-kafka-"+suffix, "dqtest-group-"+suffix
 
-	specs := []topics.Spec{{Name: topic, Partitions: 2, ReplicationFactor: 1}}
+	specs := []admin.Spec{{Name: topic, Partitions: 2, ReplicationFactor: 1}}
 	for i := range 2 { // idempotent
-		if err := topics.Ensure(ctx, brokers, nil, specs); err != nil {
-			t.Fatalf("topics.Ensure call %d: %v", i+1, err)
+		if err := admin.Ensure(ctx, brokers, nil, specs); err != nil {
+			t.Fatalf("admin.Ensure call %d: %v", i+1, err)
 		}
 	}
 

@@ -8,15 +8,15 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/internal/klog"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 )
 
 // ReaderConfig configures NewReader. The zero value means the defaults,
 // except that GroupID and Topics are required.
 type ReaderConfig struct {
-	Brokers []string // default topics.DefaultBroker
+	Brokers []string // default admin.DefaultBroker
 	// Auth secures the connections (TLS, SASL); nil: plaintext.
 	Auth    *kafkaauth.Auth
 	GroupID string
@@ -75,7 +75,7 @@ func (c ReaderConfig) Config() (kafka.ReaderConfig, error) {
 		GroupBalancers:         balancers,
 	}
 	if len(rc.Brokers) == 0 {
-		rc.Brokers = []string{topics.DefaultBroker}
+		rc.Brokers = []string{admin.DefaultBroker}
 	}
 	if len(c.Topics) == 1 {
 		rc.Topic = c.Topics[0]

@@ -6,14 +6,14 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/internal/klog"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 )
 
 // Config configures New. The zero value means the defaults.
 type Config struct {
-	Brokers []string // default topics.DefaultBroker
+	Brokers []string // default admin.DefaultBroker
 	// Auth secures the connections (TLS, SASL); nil: plaintext.
 	Auth *kafkaauth.Auth
 	// BatchSize is the number of messages per partition batch; default 1000.
@@ -45,7 +45,7 @@ type Config struct {
 // Close it when done.
 func New(cfg Config) *kafka.Writer {
 	if len(cfg.Brokers) == 0 {
-		cfg.Brokers = []string{topics.DefaultBroker}
+		cfg.Brokers = []string{admin.DefaultBroker}
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1000

@@ -9,8 +9,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 )
 
 func TestNew(t *testing.T) {
@@ -68,7 +68,7 @@ func TestNoAutoCreate(t *testing.T) {
 	if !errors.Is(err, kafka.UnknownTopicOrPartition) {
 		t.Fatalf("write to a missing topic: %v, want UnknownTopicOrPartition", err)
 	}
-	if missing, err := topics.Missing(ctx, brokers, nil, "made-up"); err != nil || !missing {
+	if missing, err := admin.Missing(ctx, brokers, nil, "made-up"); err != nil || !missing {
 		t.Fatalf("after the write: Missing = %v, %v; the writer created the topic", missing, err)
 	}
 
@@ -77,7 +77,7 @@ func TestNoAutoCreate(t *testing.T) {
 	if err := auto.WriteMessages(ctx, kafka.Message{Topic: "made-up", Value: []byte("v")}); err != nil {
 		t.Fatalf("AutoCreateTopics: %v", err)
 	}
-	if missing, err := topics.Missing(ctx, brokers, nil, "made-up"); err != nil || missing {
+	if missing, err := admin.Missing(ctx, brokers, nil, "made-up"); err != nil || missing {
 		t.Fatalf("AutoCreateTopics: Missing = %v, %v", missing, err)
 	}
 }

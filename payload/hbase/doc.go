@@ -111,9 +111,10 @@
 // (for Get also its filtered scans, one per salt asked for ScanRows rows or
 // more) with a few calls in flight and return only when all have ended.
 // Gets that arrive while MergedGets reads are in flight wait and are read
-// together by one of those reads' goroutines (merge.go); a Get whose ctx
-// ends returns at once, and a merged read is cancelled only when all its
-// Gets have. A row that cannot be read as a task fails only the Gets that
+// together by one of those reads' goroutines (merge.go; at most
+// MergedGets, each ending when no Get waits); a Get whose ctx ends returns
+// at once, and a merged read is cancelled when all its Gets have, or by
+// Close, which waits for those goroutines before it closes the client. A row that cannot be read as a task fails only the Gets that
 // ask for it. Scan holds one gohbase scanner per salt (with lease renewal)
 // and closes them all before it returns.
 package hbase

@@ -33,7 +33,8 @@ type wanted struct {
 // tasks due in the same second) asks for many rows close to each other: the
 // scan costs the region server one seek from row to row in one region
 // scanner, where every Get opens scanners over the memstore and each store
-// file of its own. A 1M burst drained with half the HBase CPU of Gets.
+// file of its own (measured: docs/performance.md, "scans instead of point
+// Gets").
 func (h *Store) Get(ctx context.Context, refs []payload.Ref) (_ []*payload.Task, err error) {
 	if len(refs) == 0 {
 		return []*payload.Task{}, nil

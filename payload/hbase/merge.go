@@ -2,10 +2,10 @@ package hbase
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/delayq/delayq/payload"
 )
@@ -13,6 +13,9 @@ import (
 // maxMergedRefs caps the refs of one merged read; a Get larger than that
 // is read alone.
 const maxMergedRefs = 1 << 18
+
+// errClosed answers a Get that reaches the merger after Close.
+var errClosed = errors.New("hbase: store closed")
 
 // getReq is one Get waiting for a merged read.
 type getReq struct {
@@ -31,25 +34,60 @@ type getReq struct {
 // arrive together, each for a few thousand rows spread thinly over the
 // salts, and a filtered scan seeks from one wanted row to the next. Read
 // together they ask for more of the rows of the ranges they cover and
-// take fewer calls: a 1M burst drained in 7.8 and 7.9 s merged, 8.2 and
-// 8.5 s with every Get alone (HBase CPU of the run 5–9 % less).
+// take fewer calls (measured: docs/performance.md, "the writer's batch
+// size and merged Gets").
+//
+// Its goroutines, at most limit, each read until the queue is empty; close
+// cancels life, the parent of every read (a lifetime, not a caller's ctx,
+// since a read serves many callers), and waits for them.
 type merger struct {
-	h     *Store
+	read  readFunc
 	limit int // reads in flight at most
+	life  context.Context
+	end   context.CancelFunc
+	wg    sync.WaitGroup
 
 	mu      sync.Mutex
 	queue   []*getReq
 	running int
+	closed  bool
+}
+
+// readFunc reads the rows of refs: the task of each (nil: no such row),
+// each row's error, and the read's error (Store.read).
+type readFunc func(ctx context.Context, refs []payload.Ref) ([]*payload.Task, []error, error)
+
+func newMerger(read readFunc, limit int) *merger {
+	life, end := context.WithCancel(context.Background())
+	return &merger{read: read, limit: limit, life: life, end: end}
+}
+
+// close ends the reads in flight (their Gets fail), waits for the
+// goroutines, and makes every later Get fail. It is idempotent.
+func (m *merger) close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.end()
+	m.wg.Wait()
 }
 
 // get queues refs for a merged read and waits for it, or for ctx.
 func (m *merger) get(ctx context.Context, refs []payload.Ref) ([]*payload.Task, error) {
 	r := &getReq{ctx: ctx, refs: refs, done: make(chan struct{})}
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, errClosed
+	}
 	m.queue = append(m.queue, r)
 	if m.running < m.limit {
 		m.running++
-		go m.run()
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.run()
+		}()
 	}
 	m.mu.Unlock()
 	select {
@@ -78,14 +116,14 @@ func (m *merger) run() {
 		clear(m.queue[:n]) // the array outlives them: let them go
 		m.queue = m.queue[n:]
 		m.mu.Unlock()
-		m.read(batch)
+		m.readBatch(batch)
 	}
 }
 
-// read reads the refs of batch together and hands each Get its tasks and
+// readBatch reads the refs of batch together and hands each Get its tasks and
 // the first error among its rows (or the read's error). The read ends
-// early only when every Get of batch has given up.
-func (m *merger) read(batch []*getReq) {
+// early only when every Get of batch has given up, or at close.
+func (m *merger) readBatch(batch []*getReq) {
 	live := batch[:0]
 	for _, r := range batch {
 		if r.ctx.Err() != nil {
@@ -97,7 +135,7 @@ func (m *merger) read(batch []*getReq) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(m.life)
 	defer cancel()
 	var waiting atomic.Int64
 	waiting.Store(int64(len(live)))
@@ -111,9 +149,7 @@ func (m *merger) read(batch []*getReq) {
 		defer stop()
 		refs = append(refs, r.refs...)
 	}
-	start := time.Now()
-	out, errs, err := m.h.read(ctx, refs)
-	m.h.observe("read", start, &err)
+	out, errs, err := m.read(ctx, refs)
 	at := 0
 	for _, r := range live {
 		n := len(r.refs)

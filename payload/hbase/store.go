@@ -99,9 +99,9 @@ type Config struct {
 	LegacyCells bool
 	// PutBatch is the most rows one SendBatch call carries, for puts and gets
 	// (default DefaultPutBatch, 2000). HBase pays per region action of a
-	// call (row locks, a WAL append, MVCC): a 200k burst stored in calls of
-	// 2000 cost HBase about a quarter less CPU than in calls of 500 (4000:
-	// no less again).
+	// call (row locks, a WAL append, MVCC), so fewer, larger calls cost it
+	// less CPU, up to about this size (measured: docs/performance.md,
+	// "Submit: batch sizes").
 	PutBatch int
 	// ScanRows is how many rows of one salt a Get must ask for to read
 	// them with one filtered scan instead of point Gets (default
@@ -235,14 +235,23 @@ func New(cfg Config) (*Store, error) {
 		metrics:   m,
 	}
 	if cfg.MergedGets > 0 {
-		h.merge = &merger{h: h, limit: cfg.MergedGets}
+		h.merge = newMerger(func(ctx context.Context, refs []payload.Ref) (out []*payload.Task, errs []error, err error) {
+			defer h.observe("read", time.Now(), &err)
+			return h.read(ctx, refs)
+		}, cfg.MergedGets)
 	}
 	return h, nil
 }
 
-// Close closes the connections to HBase. It is idempotent; calls after it
+// Close ends the merged reads in flight and waits for their goroutines,
+// then closes the connections to HBase. It is idempotent; calls after it
 // fail.
-func (h *Store) Close() { h.client.Close() }
+func (h *Store) Close() {
+	if h.merge != nil {
+		h.merge.close()
+	}
+	h.client.Close()
+}
 
 // Put writes tasks in chunks of PutBatch rows (fewer when their payloads add
 // up to 8 MiB), a few chunks in flight at once. Every cell gets the TTL

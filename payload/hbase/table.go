@@ -42,8 +42,8 @@ var adminPolicy = retry.Policy{
 // defaults (ROW bloom filter, 64 KiB blocks). Every read is a seek to a
 // row: ROW_INDEX_V1 blocks carry an index of their rows, so a seek is a
 // binary search, where gohbase's default FAST_DIFF decodes the block from
-// its start up to the row. Draining 1M tasks due in one second from store
-// files took HBase 12–13 s of CPU with it against 30 s with FAST_DIFF.
+// its start up to the row (measured: docs/performance.md, "scans instead
+// of point Gets").
 var familyAttributes = map[string]string{
 	"VERSIONS":            "1",
 	"DATA_BLOCK_ENCODING": "ROW_INDEX_V1",

@@ -9,8 +9,8 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 

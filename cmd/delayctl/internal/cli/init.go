@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/payload/hbase"
 )
 
@@ -44,13 +44,13 @@ harmless; existing topics keep their partition count.`,
 			}
 			ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 			defer cancel()
-			specs := topics.Defaults(partitions)
+			specs := admin.Defaults(partitions)
 			names := make([]string, len(specs))
 			for i := range specs {
 				specs[i].ReplicationFactor = replication
 				names[i] = specs[i].Name
 			}
-			if err := topics.Ensure(ctx, g.brokers, g.auth, specs); err != nil {
+			if err := admin.Ensure(ctx, g.brokers, g.auth, specs); err != nil {
 				return fmt.Errorf("kafka at %s: %w", strings.Join(g.brokers, ","), err)
 			}
 			fmt.Fprintf(io.Stdout, "kafka topics ready: %s\n", strings.Join(names, ", "))

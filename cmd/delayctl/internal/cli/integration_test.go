@@ -20,8 +20,8 @@ import (
 	"github.com/delayq/delayq/cmd/delayctl/internal/backfill"
 	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/ingest"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
@@ -133,11 +133,11 @@ func (s *stack) index() *zset.Index {
 
 func (s *stack) topics(names ...string) {
 	s.t.Helper()
-	specs := make([]topics.Spec, len(names))
+	specs := make([]admin.Spec, len(names))
 	for i, n := range names {
-		specs[i] = topics.Spec{Name: n, Partitions: 4}
+		specs[i] = admin.Spec{Name: n, Partitions: 4}
 	}
-	if err := topics.Ensure(s.t.Context(), s.brokers, nil, specs); err != nil {
+	if err := admin.Ensure(s.t.Context(), s.brokers, nil, specs); err != nil {
 		s.t.Fatal(err)
 	}
 }

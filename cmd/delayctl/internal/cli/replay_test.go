@@ -8,7 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/kafka/failed"
+	"github.com/delayq/delayq/failed"
 )
 
 // TestReplayErrorLines: every bad flag of replay gives one stderr line

@@ -16,8 +16,8 @@ import (
 	"github.com/delayq/delayq/cmd/internal/envflag"
 	"github.com/delayq/delayq/internal/connflags"
 	"github.com/delayq/delayq/internal/version"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/zset"
 )
@@ -153,7 +153,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 
 	pf := root.PersistentFlags()
-	pf.StringSliceVar(&g.brokers, "brokers", []string{topics.DefaultBroker}, "Kafka bootstrap addresses, comma-separated")
+	pf.StringSliceVar(&g.brokers, "brokers", []string{admin.DefaultBroker}, "Kafka bootstrap addresses, comma-separated")
 	pf.StringVar(&g.redis, "redis", zset.DefaultAddr, "Redis address; several comma-separated = Redis Cluster seeds, or the sentinels with --redis-master")
 	g.rc.register(pf)
 	secure := flag.NewFlagSet("", flag.ContinueOnError)
@@ -214,14 +214,12 @@ func (g *globals) validate() error {
 	if g.prefix == "" {
 		errs = append(errs, "--prefix: empty")
 	}
-	if g.salts < 1 || g.salts > 256 {
-		errs = append(errs, fmt.Sprintf("--salts: %d is outside 1..256", g.salts))
+	// The layout rules are the stores' own, as in delayd.
+	if err := (hbase.Config{Salts: g.salts}).Validate(); err != nil {
+		errs = append(errs, "--salts: "+oneLine(err.Error()))
 	}
-	if g.segment < time.Second || g.segment > 24*time.Hour || g.segment%time.Second != 0 {
-		errs = append(errs, fmt.Sprintf("--segment: %v must be whole seconds from 1s to 24h", g.segment))
-	}
-	if g.shards < 1 || g.shards > 1<<16 {
-		errs = append(errs, fmt.Sprintf("--shards: %d is outside 1..65536", g.shards))
+	if err := (&zset.Config{Segment: g.segment, Shards: g.shards}).Validate(); err != nil {
+		errs = append(errs, "--segment, --shards: "+oneLine(err.Error()))
 	}
 	if g.timeout <= 0 {
 		errs = append(errs, fmt.Sprintf("--timeout: %v must be positive", g.timeout))

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/delayq/delayq"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // maxValue bounds a value read from a file or stdin: the 1 MiB payload

@@ -9,10 +9,10 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 )
 
 // Copier batching: ingest's loop minus the stores, with the batches
@@ -54,11 +54,11 @@ func (o *outTopic) span() (int64, int64) {
 func runBaseline(ctx context.Context, cfg *Config) (*Baseline, []string, error) {
 	in, out, drain := cfg.Topic+"-bin", cfg.Topic+"-bout", cfg.Topic+"-bdrain"
 	names := []string{in, out, drain}
-	specs := make([]topics.Spec, len(names))
+	specs := make([]admin.Spec, len(names))
 	for i, t := range names {
-		specs[i] = topics.Spec{Name: t, Partitions: cfg.Partitions}
+		specs[i] = admin.Spec{Name: t, Partitions: cfg.Partitions}
 	}
-	if err := topics.Ensure(ctx, cfg.Brokers, cfg.auth, specs); err != nil {
+	if err := admin.Ensure(ctx, cfg.Brokers, cfg.auth, specs); err != nil {
 		return nil, names, err
 	}
 	bl := &Baseline{Batch: cfg.BaselineBatch}

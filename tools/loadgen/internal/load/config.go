@@ -9,14 +9,14 @@ import (
 
 	"github.com/delayq/delayq/daemon"
 	"github.com/delayq/delayq/internal/redisconn"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/zset"
 )
 
 // Defaults of Config.
 const (
-	DefaultBroker        = topics.DefaultBroker
+	DefaultBroker        = admin.DefaultBroker
 	DefaultRedis         = zset.DefaultAddr
 	DefaultDelayd        = daemon.DefaultHTTP
 	DefaultPrefix        = zset.DefaultPrefix

@@ -12,9 +12,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/internal/redisconn"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // pollEvery is how often the run samples delayd's counters while it waits.
@@ -90,7 +91,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // runDelayq submits the tasks, waits until delayd accepted them all, takes
 // the Redis figures, then (unless NoDeliver) waits for the deliveries.
 func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*Delayq, error) {
-	if err := topics.Ensure(ctx, cfg.Brokers, cfg.auth, []topics.Spec{{Name: cfg.Topic, Partitions: cfg.Partitions}}); err != nil {
+	if err := admin.Ensure(ctx, cfg.Brokers, cfg.auth, []admin.Spec{{Name: cfg.Topic, Partitions: cfg.Partitions}}); err != nil {
 		return nil, err
 	}
 	d := &Delayq{Burst: cfg.Burst}

@@ -12,10 +12,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/deploy/stacktest"
+	"github.com/delayq/delayq/failed"
 	"github.com/delayq/delayq/ingest"
-	"github.com/delayq/delayq/kafka/failed"
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
-	"github.com/delayq/delayq/kafka/topics"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -43,7 +43,7 @@ func ownTopics(t *testing.T, ctx context.Context, brokers []string, failedParts 
 		Input:   "dqtest-failed-in-" + run,
 		Slow:    "dqtest-failed-slow-" + run,
 	}
-	err := topics.Ensure(ctx, brokers, nil, []topics.Spec{
+	err := admin.Ensure(ctx, brokers, nil, []admin.Spec{
 		{Name: cfg.Failed, Partitions: failedParts, ReplicationFactor: 1},
 		{Name: cfg.Input, Partitions: 2, ReplicationFactor: 1},
 		{Name: cfg.Slow, Partitions: 2, ReplicationFactor: 1},
@@ -95,7 +95,7 @@ func TestScanTimeRange(t *testing.T) {
 		}
 	}
 
-	scan := func(f failed.Filter) ([]string, failed.Stats) {
+	scan := func(t *testing.T, f failed.Filter) ([]string, failed.Stats) {
 		t.Helper()
 		var got []string
 		st, err := failed.Scan(ctx, cfg, f, func(r failed.Record) error {
@@ -126,7 +126,7 @@ func TestScanTimeRange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, st := scan(tt.f)
+			got, st := scan(t, tt.f)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("matched %v, want %v", got, tt.want)
 			}

@@ -9,8 +9,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/topics"
+	"github.com/delayq/delayq/topics"
 )
 
 // Defaults of Config.
@@ -26,7 +27,7 @@ var ErrConfig = errors.New("failed: config")
 // Config says which topics Scan and Replay use. The zero value means the
 // defaults.
 type Config struct {
-	Brokers []string        // Kafka bootstrap addresses; default topics.DefaultBroker
+	Brokers []string        // Kafka bootstrap addresses; default admin.DefaultBroker
 	Auth    *kafkaauth.Auth // secures the connections (TLS, SASL); nil: plaintext
 	Failed  string          // the topic read; default topics.Failed
 	Input   string          // where replayed messages go; default topics.Input
@@ -49,7 +50,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if len(c.Brokers) == 0 {
-		c.Brokers = []string{topics.DefaultBroker}
+		c.Brokers = []string{admin.DefaultBroker}
 	}
 	def := func(s *string, v string) {
 		if *s == "" {
