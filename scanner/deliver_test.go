@@ -535,7 +535,7 @@ func TestOneCallPerTopic(t *testing.T) {
 }
 
 // A check row (payload.IsCheck: a reschedule whose task never came) goes
-// to the failed topic exactly as ingest stored it, counted as unknown_id;
+// to the failed topic exactly as ingest stored it, counted as lifecycle (as ingest counts the reschedules it refuses);
 // a marked one goes nowhere.
 func TestCheckRowToFailed(t *testing.T) {
 	e := newEnv(t, Config{})
@@ -558,8 +558,8 @@ func TestCheckRowToFailed(t *testing.T) {
 	if string(m.Key) != "k-ghost" || string(m.Value) != "v-ghost" || !reflect.DeepEqual(m.Headers, check.Headers) {
 		t.Errorf("failed message %q %q %v, want the check row as stored", m.Key, m.Value, m.Headers)
 	}
-	if n := value(e.s.m.failed.WithLabelValues(reasonUnknownID)); n != 1 {
-		t.Errorf("unknown_id failures %v, want 1", n)
+	if n := value(e.s.m.failed.WithLabelValues(reasonLifecycle)); n != 1 {
+		t.Errorf("lifecycle failures %v, want 1", n)
 	}
 }
 
