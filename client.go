@@ -233,6 +233,11 @@ func (c *Client) Message(t Task) (kafka.Message, Receipt, error) {
 // Send writes m (built by Message) and returns once the brokers have it.
 func (c *Client) Send(ctx context.Context, m kafka.Message) error { return c.write(ctx, m) }
 
+// SendAll writes ms (built by Message) in one produce call and returns
+// once the brokers have every one. On an error some may be written:
+// writing them again is harmless (the same id and due time is one task).
+func (c *Client) SendAll(ctx context.Context, ms []kafka.Message) error { return c.write(ctx, ms...) }
+
 // Cancel cancels the task with this id and due time (the pair a Receipt
 // holds). A cancel wins whichever of the two delayq reads first; cancelling
 // a task that does not exist or is already delivered is harmless. at is
@@ -361,13 +366,13 @@ func (c *Client) Close() error {
 	return err
 }
 
-func (c *Client) write(ctx context.Context, m kafka.Message) error {
+func (c *Client) write(ctx context.Context, ms ...kafka.Message) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed {
 		return ErrClosed
 	}
-	return c.auth.Explain(c.w.WriteMessages(ctx, m))
+	return c.auth.Explain(c.w.WriteMessages(ctx, ms...))
 }
 
 // checkTask validates t and returns its due time, truncated to milliseconds.

@@ -522,7 +522,10 @@ func TestRealStack(t *testing.T) {
 	defer w.Close()
 	in, err := ingest.New(ingest.Config{
 		Brokers: brokers, GroupID: "dqtest-client-" + suffix, Input: input, Slow: slow, Failed: failed,
-	}, store, ix, w)
+	}, store, struct {
+		*zset.Writer
+		*zset.OpFlags
+	}{ix.Writer(), ix.OpFlags()}, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -563,7 +566,7 @@ func TestRealStack(t *testing.T) {
 		if err := sameTask(*rows[i], want); err != nil {
 			t.Errorf("task %d: %v", i, err)
 		}
-		pending, err := ix.Pending(ctx, zset.Entry{ID: refs[i].ID, ExecAt: refs[i].ExecAt})
+		pending, err := ix.Maintenance().Pending(ctx, zset.Entry{ID: refs[i].ID, ExecAt: refs[i].ExecAt})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,7 @@ var OpenAPI []byte
 type Client interface {
 	Message(t delayq.Task) (kafka.Message, delayq.Receipt, error)
 	Send(ctx context.Context, m kafka.Message) error
+	SendAll(ctx context.Context, ms []kafka.Message) error
 	CancelByID(ctx context.Context, id string) error
 	Reschedule(ctx context.Context, id string, at time.Time) error
 }
@@ -100,6 +101,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("PATCH /v1/tasks/{id}", s.op("reschedule", s.reschedule))
 	mux.Handle("PUT /v1/tasks/{id}", s.op("replace", s.replace))
 	mux.Handle("DELETE /v1/tasks/{id}", s.op("cancel", s.cancel))
+	mux.Handle("GET /v1/tasks", s.op("list", s.list))
+	mux.Handle("POST /v1/tasks:batch", s.opLimit("batch", s.cfg.MaxBatchBody, s.batch))
 	mux.HandleFunc("GET /v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)
@@ -133,9 +136,10 @@ func (s *Server) Run(ctx context.Context) error {
 // apiError is an answer other than success. cause, when set, is logged
 // but never answered: a dependency's error names its addresses.
 type apiError struct {
-	code   int
-	reason string
-	cause  error
+	code    int
+	reason  string
+	cause   error
+	refused []refusal // a batch's bad tasks
 }
 
 func (e *apiError) Error() string { return e.reason }
@@ -151,20 +155,26 @@ func unavailable(reason string, cause error) *apiError {
 }
 
 type errorBody struct {
-	Error string `json:"error"`
+	Error   string    `json:"error"`
+	Refused []refusal `json:"refused,omitempty"`
 }
 
 // op wraps a handler: the token, the body limit, metrics and errors.
 func (s *Server) op(name string, h func(w http.ResponseWriter, r *http.Request) (int, any, error)) http.Handler {
+	return s.opLimit(name, s.cfg.MaxBody, h)
+}
+
+// opLimit is op with a body limit of its own.
+func (s *Server) opLimit(name string, maxBody int64, h func(w http.ResponseWriter, r *http.Request) (int, any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		code, body, err := s.serve(w, r, h)
+		code, body, err := s.serve(w, r, maxBody, h)
 		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) {
 				ae = &apiError{code: http.StatusInternalServerError, reason: "internal error (the reason is in delayd's log)", cause: err}
 			}
-			code, body = ae.code, errorBody{Error: ae.reason}
+			code, body = ae.code, errorBody{Error: ae.reason, Refused: ae.refused}
 			if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {
 				w.Header().Set("Retry-After", "1")
 			}
@@ -178,7 +188,7 @@ func (s *Server) op(name string, h func(w http.ResponseWriter, r *http.Request) 
 	})
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, h func(w http.ResponseWriter, r *http.Request) (int, any, error)) (int, any, error) {
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, maxBody int64, h func(w http.ResponseWriter, r *http.Request) (int, any, error)) (int, any, error) {
 	if s.cfg.LocalHosts && !httpserve.HostAllowed(r.Host, s.hosts) {
 		return 0, nil, fail(http.StatusMisdirectedRequest, "this API does not answer to the host %q", r.Host)
 	}
@@ -191,7 +201,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, h func(w http.Res
 			return 0, nil, fail(http.StatusUnauthorized, "missing or wrong bearer token")
 		}
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	return h(w, r)
 }
 
@@ -270,16 +280,9 @@ func (s *Server) submit(_ http.ResponseWriter, r *http.Request) (int, any, error
 	if err := decodeBody(r, &req); err != nil {
 		return 0, nil, err
 	}
-	t, err := req.task()
+	m, rcpt, err := s.check(req, s.now())
 	if err != nil {
-		return 0, nil, err
-	}
-	m, rcpt, err := s.c.Message(t)
-	if err != nil {
-		return 0, nil, fail(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), delayq.ErrInvalid.Error()+": "))
-	}
-	if _, err := payload.Decode(m, s.now(), s.cfg.Decode); err != nil {
-		return 0, nil, fail(http.StatusBadRequest, "%v", err)
+		return 0, nil, fail(http.StatusBadRequest, "%s", err.Error())
 	}
 	if err := s.write(r.Context(), func(ctx context.Context) error { return s.c.Send(ctx, m) }); err != nil {
 		return 0, nil, err

@@ -35,6 +35,7 @@ type fakeClient struct {
 	cancels     []string
 	reschedules map[string]time.Time
 	down        error // every write fails with it
+	batches     int   // SendAll calls
 }
 
 func (f *fakeClient) Send(_ context.Context, m kafka.Message) error {
@@ -504,7 +505,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	slices.Sort(documented)
-	served := []string{"DELETE /v1/tasks/{id}", "GET /v1/openapi.yaml", "GET /v1/tasks/{id}", "PATCH /v1/tasks/{id}", "POST /v1/tasks", "PUT /v1/tasks/{id}"}
+	served := []string{"DELETE /v1/tasks/{id}", "GET /v1/openapi.yaml", "GET /v1/tasks", "GET /v1/tasks/{id}", "PATCH /v1/tasks/{id}", "POST /v1/tasks", "POST /v1/tasks:batch", "PUT /v1/tasks/{id}"}
 	if !slices.Equal(documented, served) {
 		t.Fatalf("documented %v, served %v", documented, served)
 	}

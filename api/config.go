@@ -26,6 +26,9 @@ const (
 	// request waits for Kafka's acks, so a caller that needs more sends
 	// Kafka messages (or raises --api-rate).
 	DefaultRate = 200
+	// DefaultMaxBatchBody bounds a batch's body: 1,000 tasks of about
+	// 16 KiB each.
+	DefaultMaxBatchBody = 16 << 20
 	// DefaultMaxClients bounds the client IPs whose rate is tracked.
 	DefaultMaxClients = 10000
 )
@@ -42,6 +45,9 @@ type Config struct {
 	Token string
 	// MaxBody bounds a request body in bytes. Default DefaultMaxBody.
 	MaxBody int64
+	// MaxBatchBody bounds the body of POST /v1/tasks:batch. Default
+	// DefaultMaxBatchBody.
+	MaxBatchBody int64
 	// WriteTimeout bounds the write of one request to Kafka. Default 10s.
 	WriteTimeout time.Duration
 	// Rate is the requests a second one client IP may make, Burst how many
@@ -76,6 +82,9 @@ func (c *Config) setDefaults() {
 	if c.MaxBody == 0 {
 		c.MaxBody = DefaultMaxBody
 	}
+	if c.MaxBatchBody == 0 {
+		c.MaxBatchBody = DefaultMaxBatchBody
+	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
 	}
@@ -105,8 +114,8 @@ func (c *Config) Validate() error {
 	if c.Token != "" && len(c.Token) < MinTokenLen {
 		bad("token: %d bytes, want at least %d (DELAYQ_API_TOKEN)", len(c.Token), MinTokenLen)
 	}
-	if c.MaxBody < 0 {
-		bad("max body %d is negative", c.MaxBody)
+	if c.MaxBody < 0 || c.MaxBatchBody < 0 {
+		bad("max body %d and max batch body %d must not be negative", c.MaxBody, c.MaxBatchBody)
 	}
 	if c.WriteTimeout < 0 {
 		bad("write timeout %v is negative", c.WriteTimeout)

@@ -10,6 +10,9 @@
 //	GET    /v1/tasks/{id}  state: 200 {"id", "state", "at", "at_ms"}; 404 unknown
 //	PATCH  /v1/tasks/{id}  reschedule to {"at"} or {"after"}: 202
 //	DELETE /v1/tasks/{id}  cancel by id: 202
+//	GET    /v1/tasks       find stored tasks (payload/find): 200 {"tasks", "next", "examined"}
+//	POST   /v1/tasks:batch submit up to MaxBatch tasks in one produce: 201 {"tasks", "count"};
+//	                       400 {"error", "refused": [{"index", "error"}]} writes none
 //	GET    /v1/openapi.yaml  the OpenAPI 3 document (openapi.yaml)
 //
 // Errors are JSON {"error": reason}; a dependency that fails is named,

@@ -318,7 +318,11 @@ func (c *Console) task(r *http.Request) (any, error) {
 		return nil, err
 	}
 	q := r.URL.Query()
-	ref, ms, err := taskRef(q.Get("id"), q.Get("at"))
+	at, err := currentDue(r.Context(), b, q.Get("id"), q.Get("at"))
+	if err != nil {
+		return nil, err
+	}
+	ref, ms, err := taskRef(q.Get("id"), at)
 	if err != nil {
 		return nil, err
 	}

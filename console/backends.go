@@ -8,7 +8,8 @@ import (
 	"github.com/delayq/delayq/zset"
 )
 
-// Index is the part of the Redis index the console reads (zset.Index).
+// Index is the part of the Redis index the console reads
+// (zset.Maintenance).
 type Index interface {
 	// Backlog returns every registered segment with its pending count.
 	Backlog(ctx context.Context) ([]zset.SegmentCount, error)

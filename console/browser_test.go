@@ -160,6 +160,10 @@ func TestBrowser(t *testing.T) {
 	}
 	b.waitEval(`document.getElementById('lateness-p99').textContent !== '–'`, "true")
 	b.screenshot(filepath.Join(shots, "console-overview.png"))
+	b.narrowAndDark(shots)
+
+	// Tasks page: search by topic and key prefix, page through, open one.
+	b.searchTasks(business, "bt-m30-", 40, shots)
 
 	// Task page: the row, pending; cancel through the UI; cancelled.
 	b.open("/ui/#/task?id=bt-cancel-me&at=" + cancelAt.UTC().Format(time.RFC3339Nano))

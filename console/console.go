@@ -74,6 +74,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.Handle("GET /ui/api/overview", c.api(c.overview))
 	mux.Handle("GET /ui/api/backlog", c.api(c.backlogView))
 	mux.Handle("GET /ui/api/task", c.api(c.task))
+	mux.Handle("GET /ui/api/tasks", c.api(c.tasks))
 	mux.Handle("GET /ui/api/failed", c.api(c.failed))
 	mux.Handle("POST /ui/api/task/cancel", c.api(c.action(c.cancel)))
 	mux.Handle("POST /ui/api/failed/replay", c.api(c.action(c.replay)))

@@ -8,9 +8,11 @@
 //     dependency, from delayd's own Prometheus registry; the pending backlog
 //     by due time as two charts, the next hour by minute and the next 30
 //     days by day, from the Redis index.
-//   - task (/ui/#/task?id=…&at=…): the task's payload row (topic, key,
+//   - tasks (/ui/#/tasks?topic=…&key=…&from=…&to=…&state=…): stored tasks
+//     found by package payload/find, a page at a time.
+//   - task (/ui/#/task?id=…[&at=…]): the task's payload row (topic, key,
 //     headers, payload, cancel marker) and whether it is still pending in
-//     the index; cancel.
+//     the index; cancel. Without at, the id row gives the due time.
 //   - failed (/ui/#/failed): the newest messages of delay-failed with the
 //     reason each carries (delay-error) and where it came from; replay of
 //     the selected ones to delay-input.

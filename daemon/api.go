@@ -11,6 +11,7 @@ import (
 	"github.com/delayq/delayq/api"
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/payload/find"
 )
 
 // newAPI returns the HTTP API role over store (its task states, when it
@@ -58,4 +59,14 @@ type storeStates struct{ s payload.StateReader }
 
 func (s storeStates) State(ctx context.Context, id string) (payload.TaskState, error) {
 	return payload.State(ctx, s.s, id, time.Now())
+}
+
+// List lists the tasks of the payload store (find.List); both stores scan
+// from a row.
+func (s storeStates) List(ctx context.Context, q find.Query) (find.Page, error) {
+	sc, ok := s.s.(find.Scanner)
+	if !ok {
+		return find.Page{}, fmt.Errorf("daemon: the payload store %T cannot list tasks", s.s)
+	}
+	return find.List(ctx, sc, q, time.Now())
 }

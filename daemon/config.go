@@ -81,6 +81,11 @@ type Config struct {
 	// RedisTLSCA, RedisTLSCert and RedisTLSKey are PEM files: the CA that
 	// verifies Redis, and the client certificate and key of mutual TLS.
 	RedisTLSCA, RedisTLSCert, RedisTLSKey string
+	// RedisMinReplicas is how many replicas of each Redis master must
+	// hold the index writes of an input batch before its offsets are
+	// committed (WAIT; ingest.Config.Replicas). 0, the default, commits
+	// once the master acknowledged them.
+	RedisMinReplicas int
 
 	// Kafka secures every Kafka connection (TLS, SASL; package
 	// kafka/kafkaauth). Its password is never logged.
@@ -162,6 +167,9 @@ func (c *Config) Validate() error {
 	owned("salts, retention, max-delay", c.hbaseConfig().Validate())
 	if c.Partitions < 1 {
 		bad("partitions: %d must be at least 1", c.Partitions)
+	}
+	if c.RedisMinReplicas < 0 {
+		bad("redis-min-replicas: %d is negative", c.RedisMinReplicas)
 	}
 	if c.ReplicationFactor < 0 {
 		bad("replication-factor: %d is negative", c.ReplicationFactor)

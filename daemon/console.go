@@ -45,7 +45,7 @@ func (d *Daemon) newConsole() error {
 // attachConsole hands the console the backends the roles use and the
 // dependency probes, once they answered: until then its API says delayd is
 // starting.
-func (d *Daemon) attachConsole(ix *zset.Index, store Store, w *kafka.Writer, h *health) {
+func (d *Daemon) attachConsole(ix *zset.Maintenance, store Store, w *kafka.Writer, h *health) {
 	if d.console == nil {
 		return
 	}

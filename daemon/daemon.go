@@ -209,8 +209,9 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		in, err := ingest.New(ingest.Config{
 			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
 			Decode: decode,
-			Marks:  ix, Retention: cfg.Retention, Logger: d.opts.Logger, Registerer: d.reg,
-		}, store, ix, w)
+			Marks:  ix.Watermarks(), Retention: cfg.Retention, Logger: d.opts.Logger, Registerer: d.reg,
+			Replicas: replicas(rdb, cfg),
+		}, store, ingestIndex{ix.Writer(), ix.OpFlags()}, w)
 		if err != nil {
 			return err
 		}
@@ -219,21 +220,21 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if cfg.has(RoleDispatcher) {
 		dp, err := dispatcher.New(dispatcher.Config{
 			Tick: cfg.Tick, LockPrefix: cfg.Prefix, Logger: d.opts.Logger, Registerer: d.reg,
-		}, ix, redlock.New(rdb), w)
+		}, dispatchIndex{ix.Reader(), ix.Maintenance()}, redlock.New(rdb), w)
 		if err != nil {
 			return err
 		}
 		roles = append(roles, dp.Run)
 	}
 	if cfg.has(RoleScanner) {
-		hold, err := watermark.NewFollower(watermark.Config{Topic: topics.Input}, ix, d.opts.Logger, d.reg)
+		hold, err := watermark.NewFollower(watermark.Config{Topic: topics.Input}, ix.Watermarks(), d.opts.Logger, d.reg)
 		if err != nil {
 			return err
 		}
 		sc, err := scanner.New(scanner.Config{
 			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
 			MaxDelay: cfg.MaxDelay, Hold: hold, Logger: d.opts.Logger, Registerer: d.reg,
-		}, ix, store, w)
+		}, scanIndex{ix.Reader(), ix.Writer()}, store, w)
 		if err != nil {
 			return err
 		}
@@ -254,7 +255,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		return err
 	}
 	d.health.Store(h)
-	d.attachConsole(ix, store, w, h)
+	d.attachConsole(ix.Maintenance(), store, w, h)
 
 	g, gctx := errgroup.WithContext(ctx)
 	for _, run := range roles {
@@ -350,4 +351,13 @@ func (d *Daemon) probes(rdb redis.UniversalClient, store Store) []probe {
 		_, err := store.Get(ctx, []payload.Ref{{ID: 0, ExecAt: 0}})
 		return err
 	}})
+}
+
+// replicas is what ingest waits for with --redis-min-replicas: nil (no
+// wait) at 0.
+func replicas(rdb redis.UniversalClient, cfg Config) ingest.Replicas {
+	if cfg.RedisMinReplicas == 0 {
+		return nil
+	}
+	return redisconn.NewReplicas(rdb, cfg.Prefix, cfg.RedisMinReplicas, 0)
 }

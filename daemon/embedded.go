@@ -27,6 +27,9 @@ func Embedded(ctx context.Context, cfg Config, opts Options, banner func(brokers
 	if len(cfg.Brokers) != 1 {
 		return fmt.Errorf("--brokers: embedded mode serves one address, got %d", len(cfg.Brokers))
 	}
+	if cfg.RedisMinReplicas > 0 {
+		return fmt.Errorf("--redis-min-replicas %d: the embedded Redis has no replicas", cfg.RedisMinReplicas)
+	}
 	kafkaAddr, err := listenable("--brokers", cfg.Brokers[0])
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ type Config struct {
 	// (until = T, late by up to one tick).
 	Lookahead time.Duration
 	// BacklogEvery is the period of the pending_tasks gauge: the winner of
-	// the first tick of every period refreshes it (zset's Index.Backlog
+	// the first tick of every period refreshes it (zset's Maintenance.Backlog
 	// reads the registry and per-segment counts: a few commands per
 	// thousands of segments). Default max(Tick, 1m); negative turns the
 	// gauge off.

@@ -135,7 +135,7 @@ func (f *fakeScanner) WriteMessages(ctx context.Context, msgs ...kafka.Message) 
 		}
 		batch = append(batch, s)
 		for _, k := range s.Keys() {
-			es, err := f.ix.Due(ctx, k, s.Until, 0)
+			es, err := f.ix.Reader().Due(ctx, k, s.Until, 0)
 			if err != nil {
 				return err
 			}
@@ -144,7 +144,7 @@ func (f *fakeScanner) WriteMessages(ctx context.Context, msgs ...kafka.Message) 
 				f.scanned[e] = append(f.scanned[e], now)
 				f.delivered[e] = append(f.delivered[e], max(now, e.ExecAt))
 			}
-			if err := f.ix.Remove(ctx, k, es); err != nil {
+			if err := f.ix.Reader().Remove(ctx, k, es); err != nil {
 				return err
 			}
 		}
@@ -208,7 +208,7 @@ func TestTwoDispatchersShareRedis(t *testing.T) {
 		for i := range 50 {
 			entries = append(entries, zset.Entry{ID: uint64(100 + i), ExecAt: at(90 * time.Second)}) // tick 1m
 		}
-		if err := ix.Add(ctx, start, entries); err != nil {
+		if err := ix.Writer().Add(ctx, start, entries); err != nil {
 			t.Fatal(err)
 		}
 
@@ -224,7 +224,7 @@ func TestTwoDispatchersShareRedis(t *testing.T) {
 				t.Fatal(err)
 			}
 			reg := prometheus.NewRegistry()
-			d, err := New(Config{ScanTopic: "scan", Registerer: reg}, dix, redlock.New(c), scanner)
+			d, err := New(Config{ScanTopic: "scan", Registerer: reg}, roles(dix), redlock.New(c), scanner)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,7 +308,7 @@ func TestTwoDispatchersShareRedis(t *testing.T) {
 		// Segments 00:00 (which also took the overdue entry), 00:01 and
 		// 00:02 were drained and ended before 6m - 2m (the grace): retired.
 		// 01:00 still holds entry 6.
-		segs, err := ix.Backlog(context.Background())
+		segs, err := ix.Maintenance().Backlog(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,12 +369,12 @@ func TestTickRedisDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	scanner := &fakeScanner{ix: ix, scanned: map[zset.Entry][]int64{}, delivered: map[zset.Entry][]int64{}}
-	d, err := New(Config{Tick: time.Second, ScanTopic: "scan"}, ix, redlock.New(c), scanner)
+	d, err := New(Config{Tick: time.Second, ScanTopic: "scan"}, roles(ix), redlock.New(c), scanner)
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := d.nextTick(time.Now())
-	if err := ix.Add(context.Background(), at, []zset.Entry{{ID: 1, ExecAt: at.UnixMilli()}}); err != nil {
+	if err := ix.Writer().Add(context.Background(), at, []zset.Entry{{ID: 1, ExecAt: at.UnixMilli()}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := d.tick(context.Background(), at); got != resultWon || len(scanner.writes) != 1 {
@@ -405,12 +405,12 @@ func TestTickStallsUntilRedisReturns(t *testing.T) {
 	var logs syncBuffer
 	scanner := &fakeScanner{ix: ix, scanned: map[zset.Entry][]int64{}, delivered: map[zset.Entry][]int64{}}
 	d, err := New(Config{Tick: time.Second, ScanTopic: "scan", Backoff: retry.Backoff{Base: 50 * time.Millisecond, Max: 200 * time.Millisecond},
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))}, ix, redlock.New(c), scanner)
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}, roles(ix), redlock.New(c), scanner)
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := d.nextTick(time.Now())
-	if err := ix.Add(context.Background(), at, []zset.Entry{{ID: 1, ExecAt: at.UnixMilli()}}); err != nil {
+	if err := ix.Writer().Add(context.Background(), at, []zset.Entry{{ID: 1, ExecAt: at.UnixMilli()}}); err != nil {
 		t.Fatal(err)
 	}
 	mr.Close()

@@ -41,7 +41,7 @@
 // delayq_dispatch_seconds times each of these phases (emit = 1 and 2,
 // retire, backlog). Each is bounded by what is due, not by what is stored:
 // DueGroups looks at the segments that have started only, Retire at the ones
-// that ended, and zset.Index.Backlog reads per-segment counts (a registry
+// that ended, and zset.Maintenance.Backlog reads per-segment counts (a registry
 // read and one HMGET per few thousand segments), not one ZCARD per zset.
 //
 // Invariants: a missed or failed tick loses nothing, because a scan has an

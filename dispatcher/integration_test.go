@@ -55,13 +55,13 @@ func TestRealStackDispatcherEmitsDueZsetsOnly(t *testing.T) {
 	for i := range 5 { // not due for an hour or more
 		entries = append(entries, zset.Entry{ID: uint64(2000 + i), ExecAt: now.Add(time.Duration(i+1) * time.Hour).UnixMilli()})
 	}
-	if err := ix.Add(ctx, now, entries); err != nil {
+	if err := ix.Writer().Add(ctx, now, entries); err != nil {
 		t.Fatal(err)
 	}
 
 	w := producer.New(producer.Config{Brokers: brokers})
 	defer w.Close()
-	d, err := New(Config{Tick: time.Second, LockPrefix: prefix, ScanTopic: topic}, ix, redlock.New(c), w)
+	d, err := New(Config{Tick: time.Second, LockPrefix: prefix, ScanTopic: topic}, roles(ix), redlock.New(c), w)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/admin"
+	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/topics"
 )
@@ -276,19 +277,17 @@ func found(po kafka.PartitionOffsets, hwm int64) int64 {
 // read calls fn for each record of s in order until fn says done or
 // returns an error.
 func read(ctx context.Context, cfg Config, s span, fn func(kafka.Message) (bool, error)) (bool, error) {
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:   cfg.Brokers,
-		Dialer:    cfg.Auth.Dialer(0),
-		Topic:     cfg.Failed,
-		Partition: s.partition,
-		MinBytes:  1,
-		MaxBytes:  10 << 20,
-		MaxWait:   250 * time.Millisecond,
+	r, err := consumer.NewPartitionReader(consumer.Partition{
+		Brokers: cfg.Brokers, Auth: cfg.Auth, Topic: cfg.Failed, Partition: s.partition, Offset: s.start,
+		// 250 ms, below the preset's 500, as the replay has had from the
+		// start: it reads records that exist already (up to its stop
+		// offset), so a fetch seldom waits on the broker at all.
+		MaxWait: 250 * time.Millisecond,
 	})
-	defer r.Close()
-	if err := r.SetOffset(s.start); err != nil {
-		return false, fmt.Errorf("failed: %s/%d: seek to %d: %w", cfg.Failed, s.partition, s.start, err)
+	if err != nil {
+		return false, fmt.Errorf("failed: %w", err)
 	}
+	defer r.Close()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, cfg.ReadTimeout)
 		m, err := r.FetchMessage(rctx)

@@ -347,7 +347,7 @@ func TestHandleEpochDueTimeFailsAlone(t *testing.T) {
 	}
 	store := payload.NewMemory()
 	w := &fakeWriter{}
-	in, err := New(Config{Brokers: []string{"b"}}, store, ix, w)
+	in, err := New(Config{Brokers: []string{"b"}}, store, roles(ix), w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,13 +387,13 @@ func TestHandleEpochDueTimeFailsAlone(t *testing.T) {
 			t.Errorf("task %+v not stored", refs[i])
 		}
 	}
-	keys, err := ix.DueKeys(t.Context(), now.Add(time.Hour).UnixMilli())
+	keys, err := ix.Reader().DueKeys(t.Context(), now.Add(time.Hour).UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}
 	indexed := 0
 	for _, k := range keys {
-		entries, err := ix.Due(t.Context(), k, now.Add(time.Hour).UnixMilli(), 100)
+		entries, err := ix.Reader().Due(t.Context(), k, now.Add(time.Hour).UnixMilli(), 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -651,11 +651,11 @@ func TestConfig(t *testing.T) {
 		}
 		mfs, err := reg.Gather()
 		// accepted, cancels, reschedules, failed, batch seconds, commit
-		// errors, and the stage's stalled and stall seconds;
-		// delayq_ingest_lag and delayq_stage_retries_total have no series
-		// before a batch.
-		if err != nil || len(mfs) != 8 {
-			t.Errorf("gathered %d metric families, %v; want 8", len(mfs), err)
+		// errors, master changes, and the stage's stalled and stall
+		// seconds; delayq_ingest_lag and delayq_stage_retries_total have no
+		// series before a batch.
+		if err != nil || len(mfs) != 9 {
+			t.Errorf("gathered %d metric families, %v; want 9", len(mfs), err)
 		}
 		// The scanner registers delayq_tasks_failed_total too; whoever comes
 		// second shares it, so its help text must match.

@@ -118,6 +118,13 @@ type Config struct {
 	// MarkEvery is the period of the watermarks. Default 200ms.
 	MarkEvery time.Duration
 
+	// Replicas, when set, makes every batch wait until its Redis writes
+	// reached the replicas (redisconn.Replicas: WAIT, delayd's
+	// --redis-min-replicas) before its offsets are committed, so that a
+	// failover cannot lose an entry of a committed task (replicas.go).
+	// Nil commits once the master acknowledged the writes.
+	Replicas Replicas
+
 	// Logger receives the ingester's logs; nil discards them.
 	Logger *slog.Logger
 	// Registerer gets the ingester's metrics; nil registers nothing.

@@ -45,6 +45,11 @@
 //     alone, with the refusal as delay-error, and the rest are stored;
 //   - the failed-topic write is retried the same way: every error of it is
 //     an outage, so the batch stays uncommitted until it is written;
+//   - with Config.Replicas (delayd's --redis-min-replicas), the batch is
+//     committed only once WAIT saw its Redis writes on the replicas of
+//     every master, and handled again when a master was replaced
+//     meanwhile (replicas.go); a replica down stalls the lane like any
+//     outage (op "wait");
 //   - a panic while handling a batch (a bug) is recovered: the batch is
 //     handled again in halves down to the message that panics alone, which
 //     goes to the failed topic with delay-error "internal error" and an

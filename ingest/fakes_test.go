@@ -163,7 +163,7 @@ func (f *fakeStore) snapshot() (int, []payload.Task) {
 type fakeIndex struct {
 	script
 	// refuse, when set, makes Add fail for good (zset.ErrBadEntry) for a
-	// whole call that holds an entry it returns true for, as zset.Index does.
+	// whole call that holds an entry it returns true for, as zset.Writer does.
 	refuse  func(zset.Entry) bool
 	ev      *events
 	mu      sync.Mutex

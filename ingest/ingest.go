@@ -13,7 +13,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/internal/retry"
-	"github.com/delayq/delayq/kafka/committed"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
@@ -212,20 +211,17 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 // transactions and transaction markers never reach ingest (package
 // kafka/committed says why kafka-go's Reader cannot do that).
 func (in *Ingester) newReader(topic string, partition int, offset int64) (fetcher, error) {
-	r, err := committed.NewReader(committed.Config{
+	r, err := consumer.NewCommittedReader(consumer.Partition{
 		Brokers: in.cfg.Brokers, Auth: in.cfg.Auth, Topic: topic, Partition: partition, Offset: offset,
-		MaxBytes: 16 << 20, // room for input of payload's MaxPayload and more
-		MaxWait:  fetchMaxWait,
+		// Above the preset's 10 MiB: room for input of payload's
+		// MaxPayload and more in one fetch.
+		MaxBytes: 16 << 20,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %s/%d: %w", topic, partition, err)
 	}
 	return r, nil
 }
-
-// fetchMaxWait is how long a partition reader's fetch waits on the broker
-// for new input.
-const fetchMaxWait = 500 * time.Millisecond
 
 // serialCommitter sends one commit at a time on the generation's
 // coordinator connection, which the lanes of a generation share.

@@ -127,7 +127,7 @@ func TestRunRealStackGracefulStop(t *testing.T) {
 	cfg := Config{Brokers: rs.brokers, GroupID: rs.group, Input: rs.input, Slow: rs.slow, Failed: rs.failed, BatchSize: 50}
 
 	start := func() (*Ingester, func() error) {
-		in, err := New(cfg, rs.store, rs.ix, rs.w)
+		in, err := New(cfg, rs.store, roles(rs.ix), rs.w)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ const (
 	opAdd    = "add"    // Index.Add (Redis)
 	opFailed = "failed" // the failed-topic write (Kafka)
 	opCommit = "commit" // the offset commit (Kafka)
+	opWait   = "wait"   // Replicas.Mark and Wait (Redis replicas)
 )
 
 // fetcher is the part of a partition's *kafka.Reader a lane uses.
@@ -184,7 +185,7 @@ func messageBytes(m kafka.Message) int {
 func (in *Ingester) process(ctx context.Context, c committer, l lane, batch []kafka.Message) error {
 	start := time.Now()
 	first, last := batch[0], batch[len(batch)-1]
-	if err := in.handleSafe(ctx, batch, time.Now()); err != nil {
+	if err := in.handleReplicated(ctx, batch); err != nil {
 		return fmt.Errorf("ingest: %s/%d: offsets %d..%d not stored, not committed: %w",
 			l.topic, l.partition, first.Offset, last.Offset, err)
 	}

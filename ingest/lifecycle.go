@@ -30,7 +30,7 @@ const defaultRetention = 7 * 24 * time.Hour
 // opFlagTTL is how long an op flag is kept: the longest delay plus the
 // retention of the id row cells it guards. The sum saturates: with a
 // maximum delay near the largest Duration it would wrap to a negative TTL,
-// which Redis takes as none (zset.FlagOps caps what it is given).
+// which Redis takes as none (zset.OpFlags.FlagOps caps what it is given).
 func opFlagTTL(maxDelay, retention time.Duration) time.Duration {
 	ttl := cmp.Or(maxDelay, payload.DefaultMaxDelay) + cmp.Or(retention, defaultRetention)
 	if ttl < 0 {
@@ -226,7 +226,7 @@ func copies(p *taskstate.Plan, tasks []payload.Task, rows map[payload.Ref]*paylo
 		} else {
 			t = *rows[payload.Ref{ID: c.ID, ExecAt: c.Row}]
 		}
-		t.ID, t.ExecAt, t.Cancel, t.Control = c.ID, c.To, false, payload.ControlNone
+		t.ID, t.ExecAt, t.Cancel, t.Control, t.PastDue = c.ID, c.To, false, payload.ControlNone, false
 		out[j] = t
 	}
 	return out

@@ -31,7 +31,10 @@ type metrics struct {
 	failed       *prometheus.CounterVec
 	batch        prometheus.Histogram
 	commitErrors prometheus.Counter
-	lag          *lagGauge
+	// replicasRedone counts batches stored again because a Redis master
+	// was replaced while they were stored (replicas.go).
+	replicasRedone prometheus.Counter
+	lag            *lagGauge
 }
 
 // newMetrics builds the ingester's metrics and registers them with reg (nil:
@@ -62,6 +65,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		commitErrors: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "delayq_ingest_commit_errors_total",
 			Help: "Input offset commits that failed for good (the generation ended first; the batch will be read again).",
+		})),
+		replicasRedone: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "delayq_ingest_redis_master_changed_total",
+			Help: "Input batches stored again because a Redis master was replaced while they were stored (--redis-min-replicas).",
 		})),
 		lag: &lagGauge{
 			g: metric.Register(reg, &errs, prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -159,7 +159,7 @@ func TestRunRealStackRedisOutage(t *testing.T) {
 	client := &kafka.Client{Addr: kafka.TCP(rs.brokers...), Timeout: 5 * time.Second}
 	reg := prometheus.NewRegistry()
 	in, err := New(Config{Brokers: rs.brokers, GroupID: rs.group, Input: rs.input, Slow: rs.slow, Failed: rs.failed,
-		BatchSize: 50, Registerer: reg}, rs.store, ix, rs.w)
+		BatchSize: 50, Registerer: reg}, rs.store, roles(ix), rs.w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,12 +259,12 @@ func TestRunRealStackRedisOutage(t *testing.T) {
 	}
 	indexed := map[zset.Entry]bool{}
 	until := t0.UnixMilli() + n
-	keys, err := rs.ix.DueKeys(ctx, until)
+	keys, err := rs.ix.Reader().DueKeys(ctx, until)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range keys {
-		entries, err := rs.ix.Due(ctx, k, until, 5000)
+		entries, err := rs.ix.Reader().Due(ctx, k, until, 5000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,7 +322,7 @@ func TestRunRealStackRollingRestarts(t *testing.T) {
 		done chan error
 	}
 	start := func() member {
-		in, err := New(cfg, store, rs.ix, rs.w)
+		in, err := New(cfg, store, roles(rs.ix), rs.w)
 		if err != nil {
 			t.Fatal(err)
 		}

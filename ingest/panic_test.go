@@ -58,7 +58,7 @@ func TestPanicGoesToFailed(t *testing.T) {
 	t.Cleanup(func() { w.Close() })
 	mem := payload.NewMemory()
 	in, err := New(Config{Brokers: brokers, GroupID: "g-" + suffix, Input: input, Slow: slow, Failed: failed,
-		Registerer: prometheus.NewRegistry()}, panicStore{Memory: mem, boom: "boom"}, ix, w)
+		Registerer: prometheus.NewRegistry()}, panicStore{Memory: mem, boom: "boom"}, roles(ix), w)
 	if err != nil {
 		t.Fatal(err)
 	}

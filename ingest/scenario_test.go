@@ -146,7 +146,7 @@ func (s *scenario) run() {
 	if s.config != nil {
 		s.config(&cfg)
 	}
-	in, err := New(cfg, s.store, s.ix, s.w)
+	in, err := New(cfg, s.store, roles(s.ix), s.w)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -256,14 +256,14 @@ func (s *scenario) checkIndex(ctx context.Context) {
 			want[zset.Entry{ID: e.ref.ID, ExecAt: e.ref.ExecAt}] = true
 		}
 	}
-	keys, err := s.ix.DueKeys(ctx, until)
+	keys, err := s.ix.Reader().DueKeys(ctx, until)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	got := map[zset.Entry]bool{}
 	derived := 0
 	for _, key := range keys {
-		entries, err := s.ix.Due(ctx, key, until, 5000)
+		entries, err := s.ix.Reader().Due(ctx, key, until, 5000)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/delayq/delayq/kafka/kafkaauth"
 )
 
-// Marks stores ingest watermarks (zset.Index).
+// Marks stores ingest watermarks (zset.Watermarks).
 type Marks interface {
 	SetMarks(ctx context.Context, marks map[string]int64) error
 }

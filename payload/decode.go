@@ -268,6 +268,11 @@ func decodeDue(t *Task, at, after *kafka.Header, recorded, now time.Time, maxDel
 			return err
 		}
 		t.ExecAt = ms
+		submitted := recorded
+		if submitted.UnixMilli() <= 0 {
+			submitted = now
+		}
+		t.PastDue = !t.Cancel && ms < submitted.UnixMilli()
 	case after != nil:
 		ms, err := dueAfter(after, recorded, maxDelay)
 		if err != nil {

@@ -36,6 +36,9 @@ func input(kv ...string) kafka.Message {
 
 const derived = "delay-input/3/1234"
 
+// pastDue marks a task whose delay-at was past at submit.
+func pastDue(t *payload.Task) { t.PastDue = true }
+
 func want(name string, execAt time.Time, mod ...func(*payload.Task)) payload.Task {
 	t := payload.Task{
 		ID: payload.TaskID(name), Name: name, Topic: "orders", ExecAt: execAt.UnixMilli(),
@@ -64,9 +67,9 @@ func TestDecode(t *testing.T) {
 			want: want(derived, at.Add(123*time.Millisecond))},
 		{name: "at unix ms", msg: input("delay-topic", "orders", "delay-at", "1772366700000"), want: want(derived, at)},
 		{name: "at in the past is due at once", msg: input("delay-topic", "orders", "delay-at", "2020-01-01T00:00:00Z"),
-			want: want(derived, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))},
-		{name: "at one ms after the epoch is due at once", msg: input("delay-topic", "orders", "delay-at", "1"), want: want(derived, time.UnixMilli(1))},
-		{name: "at RFC 3339 just after the epoch", msg: input("delay-topic", "orders", "delay-at", "1970-01-01T00:00:00.001Z"), want: want(derived, time.UnixMilli(1))},
+			want: want(derived, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), pastDue)},
+		{name: "at one ms after the epoch is due at once", msg: input("delay-topic", "orders", "delay-at", "1"), want: want(derived, time.UnixMilli(1), pastDue)},
+		{name: "at RFC 3339 just after the epoch", msg: input("delay-topic", "orders", "delay-at", "1970-01-01T00:00:00.001Z"), want: want(derived, time.UnixMilli(1), pastDue)},
 		{name: "at exactly max delay", msg: input("delay-topic", "orders", "delay-at", "2026-03-31T12:00:00Z"), want: want(derived, now.Add(720*time.Hour))},
 		{name: "after Go duration", msg: input("delay-topic", "orders", "delay-after", "1h30m"), want: want(derived, msgTime.Add(90*time.Minute))},
 		{name: "after plain seconds", msg: input("delay-topic", "orders", "delay-after", "90"), want: want(derived, msgTime.Add(90*time.Second))},

@@ -86,10 +86,16 @@ func (m *Memory) Get(ctx context.Context, refs []Ref) ([]*Task, error) {
 // Scan calls fn for each row with from <= ExecAt < to in (ExecAt, ID) order,
 // on a snapshot taken when it starts.
 func (m *Memory) Scan(ctx context.Context, from, to int64, fn func(Task) error) error {
+	return m.ScanFrom(ctx, Ref{ExecAt: from}, to, fn)
+}
+
+// ScanFrom is Scan starting at the row from (included): every row with
+// (ExecAt, ID) >= (from.ExecAt, from.ID) and ExecAt < to.
+func (m *Memory) ScanFrom(ctx context.Context, from Ref, to int64, fn func(Task) error) error {
 	var tasks []Task
 	m.mu.RLock()
 	for ref, r := range m.rows {
-		if from <= ref.ExecAt && ref.ExecAt < to {
+		if !ref.Before(from) && ref.ExecAt < to {
 			tasks = append(tasks, r.read(ref))
 		}
 	}

@@ -179,7 +179,7 @@ func NextOccurrence(t Task, maxGap time.Duration) (next Task, ok bool, err error
 	}
 	next = t.clone()
 	next.ExecAt = at
-	next.Cancel = false
+	next.Cancel, next.PastDue = false, false
 	next.Headers = withOccurrence(next.Headers, occ+1)
 	return next, true, nil
 }

@@ -56,7 +56,11 @@ type Task struct {
 	Value   []byte         // business value, byte for byte (nil stays nil)
 	Headers []kafka.Header // pass-through headers, delay-* control headers removed
 	Cancel  bool           // a cancel (delay-op: cancel): only the marker is stored
-	Control Control        // ControlNone, or an op by id that ingest resolves through the id row
+	// PastDue: its delay-at was already past when it was submitted (before
+	// the record timestamp). Stored with the task, so that delivery counts
+	// it apart from the lateness delayq causes.
+	PastDue bool
+	Control Control // ControlNone, or an op by id that ingest resolves through the id row
 }
 
 // Ref locates a task: what Redis holds and what the rowkey is built from.
@@ -67,6 +71,12 @@ type Ref struct {
 
 // Ref returns the task's locator.
 func (t Task) Ref() Ref { return Ref{ID: t.ID, ExecAt: t.ExecAt} }
+
+// Before reports whether r sorts before o in (ExecAt, ID) order, the order
+// of rows in a salt and of Scan.
+func (r Ref) Before(o Ref) bool {
+	return r.ExecAt < o.ExecAt || r.ExecAt == o.ExecAt && r.ID < o.ID
+}
 
 // Store keeps task payloads until they are due. Memory and HBase implement
 // it; consumers usually declare the subset they need.

@@ -172,6 +172,10 @@ func (w *worker) written(d *delivery, at time.Time) {
 		return
 	}
 	w.s.m.delivered.Inc()
+	if d.task.PastDue { // asked for the past: late by the producer's choice, not delayq's
+		w.s.m.pastDue.Inc()
+		return
+	}
 	w.s.m.lateness.Observe(at.Sub(time.UnixMilli(d.task.ExecAt)).Seconds())
 }
 

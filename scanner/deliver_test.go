@@ -41,7 +41,7 @@ func TestDeliversDue(t *testing.T) {
 	}
 	w, single := &fakeWriter{}, &fakeWriter{}
 	reg := prometheus.NewRegistry()
-	s, err := New(Config{Brokers: []string{"b"}, SingleWriter: single, Registerer: reg}, ix, payload.NewMemory(), w)
+	s, err := New(Config{Brokers: []string{"b"}, SingleWriter: single, Registerer: reg}, roles(ix), payload.NewMemory(), w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,10 +56,10 @@ func TestDeliversDue(t *testing.T) {
 	if err := s.store.(*payload.Memory).Put(ctx, ts); err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.Add(ctx, now, entries); err != nil {
+	if err := ix.Writer().Add(ctx, now, entries); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := ix.DueKeys(ctx, now.UnixMilli())
+	keys, err := ix.Reader().DueKeys(ctx, now.UnixMilli())
 	if err != nil || len(keys) != 1 {
 		t.Fatalf("DueKeys = %v, %v; want one key", keys, err)
 	}
@@ -89,7 +89,7 @@ func TestDeliversDue(t *testing.T) {
 			t.Errorf("message %d without a timestamp", i)
 		}
 	}
-	rest, err := ix.Due(ctx, keys[0], 1<<52, 100)
+	rest, err := ix.Reader().Due(ctx, keys[0], 1<<52, 100)
 	if err != nil || len(rest) != 2 || rest[0].ID != ts[3].ID || rest[1].ID != ts[4].ID {
 		t.Errorf("pending after scan = %v, %v; want tasks 3 and 4", rest, err)
 	}

@@ -7,7 +7,7 @@
 // zset member (id, exec_at); a task is a stored payload (payload.Task); a
 // delivery is a task's message on its way out.
 //
-// A group task (zset.Index.DueGroups: the due zsets of a segment's shard
+// A group task (zset.Reader.DueGroups: the due zsets of a segment's shard
 // families that share a family-0 shard) is scanned zset by zset as if each
 // had a scan task of its own; its offset finishes with the last of them.
 //
@@ -26,7 +26,7 @@
 // costs one store Get and one write and no Redis call; settled entries are
 // removed before the zset is read again, before the scan task is done, and
 // on stop. The zsets stepped together are read together and removed from
-// together: one pipelined round trip each (zset.Index.DueMany,
+// together: one pipelined round trip each (zset.Reader.DueMany,
 // RemoveMany), however many zsets a dense segment spreads over.
 //
 // A write that fails for some of its messages, or for a reason of their

@@ -120,11 +120,11 @@ func (st *stack) seed(ctx context.Context, n, cancelled int, extra []payload.Tas
 	if err := st.store.Put(ctx, rows); err != nil {
 		st.t.Fatal(err)
 	}
-	if err := st.ix.Add(ctx, now, entries); err != nil {
+	if err := st.ix.Writer().Add(ctx, now, entries); err != nil {
 		st.t.Fatal(err)
 	}
 	st.until = now.UnixMilli()
-	keys, err := st.ix.DueKeys(ctx, st.until)
+	keys, err := st.ix.Reader().DueKeys(ctx, st.until)
 	if err != nil || len(keys) == 0 {
 		st.t.Fatalf("DueKeys = %v, %v", keys, err)
 	}
@@ -146,7 +146,7 @@ func (st *stack) scanner(w Writer, cfg Config) *Scanner {
 	st.t.Helper()
 	cfg.Brokers, cfg.GroupID, cfg.Topic, cfg.FailedTopic = st.brokers, st.group, st.scanTopic, st.failedTopic
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := New(cfg, st.ix, st.store, w)
+	s, err := New(cfg, roles(st.ix), st.store, w)
 	if err != nil {
 		st.t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func (st *stack) checkDelivered(ctx context.Context, n, cancelled int) {
 func (st *stack) checkDrained(ctx context.Context) {
 	st.t.Helper()
 	for _, k := range st.keys {
-		if rest, err := st.ix.Due(ctx, k, 1<<52, 10); err != nil || len(rest) != 0 {
+		if rest, err := st.ix.Reader().Due(ctx, k, 1<<52, 10); err != nil || len(rest) != 0 {
 			st.t.Errorf("zset %s after scan: %v, %v", k, rest, err)
 		}
 	}

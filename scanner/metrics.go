@@ -15,6 +15,7 @@ type metrics struct {
 	missing      prometheus.Counter
 	failed       *prometheus.CounterVec
 	lateness     prometheus.Histogram
+	pastDue      prometheus.Counter
 	scanDuration prometheus.Histogram
 	scanTasks    *prometheus.CounterVec
 	commitErrors prometheus.Counter
@@ -46,6 +47,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Delivery time minus due time of delivered tasks.",
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
 		})),
+		pastDue: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "delayq_tasks_past_due_delivered_total",
+			Help: "Delivered tasks submitted with a due time already past (delivered at once; not in delayq_delivery_lateness_seconds).",
+		})),
 		scanDuration: metric.Register(reg, &errs, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "delayq_scan_duration_seconds",
 			Help:    "Time completed scan tasks spent scanning (waits for entries to fall due excluded).",
@@ -70,6 +75,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scanner: metrics: %w", err)
+	}
+	// The series of delivery refusals exist from the start at 0: an alert
+	// on increase() sees the first refusal only as a step from a sample
+	// before it (DelayqDeliveryRefused).
+	for _, r := range []string{reasonRefused, reasonUndeliverable} {
+		m.failed.WithLabelValues(r)
 	}
 	return m, nil
 }

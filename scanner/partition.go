@@ -12,9 +12,6 @@ import (
 	"github.com/delayq/delayq/kafka/scantask"
 )
 
-// fetchMaxWait bounds how long a fetch waits for new scan tasks.
-const fetchMaxWait = 500 * time.Millisecond
-
 // partition tracks the offsets of one assigned partition: scan tasks are
 // started in offset order and finish in any order; the commit point is the
 // window's low-water mark, which never goes backwards.
@@ -69,23 +66,22 @@ func (s *Scanner) consume(ctx, gctx context.Context, p *partition, offset int64)
 	defer stop()
 	defer context.AfterFunc(gctx, stop)()
 
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:   s.cfg.Brokers,
-		Dialer:    s.cfg.Auth.Dialer(0),
-		Topic:     s.cfg.Topic,
-		Partition: p.id,
-		MinBytes:  1,
-		MaxBytes:  1 << 20,
-		MaxWait:   fetchMaxWait,
+	r, err := consumer.NewPartitionReader(consumer.Partition{
+		Brokers: s.cfg.Brokers, Auth: s.cfg.Auth, Topic: s.cfg.Topic, Partition: p.id, Offset: offset,
+		// Below the preset's 10 MiB: a scan task is a small JSON, so 1 MiB
+		// is thousands of them, far more than the workers' queues take;
+		// a larger fetch would only hold more that a rebalance drops.
+		MaxBytes: 1 << 20,
 	})
-	defer r.Close()
-	if err := r.SetOffset(offset); err != nil {
-		// Unreachable for a fresh Reader; without a position nothing can be
-		// read, so wait for the end of the generation.
+	if err != nil {
+		// Unreachable for a valid config and a fresh Reader; without a
+		// reader nothing can be read, so wait for the end of the
+		// generation.
 		log.Error("set offset failed", "offset", offset, "err", err)
 		<-stopCtx.Done()
 		return
 	}
+	defer r.Close()
 
 	queues := make([]chan scanTask, s.cfg.Workers)
 	var wg sync.WaitGroup

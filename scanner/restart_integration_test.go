@@ -66,7 +66,7 @@ func (st *stack) feed(ctx context.Context, rate int, spread, tick time.Duration)
 				st.t.Error(err)
 				return
 			}
-			if err := st.ix.Add(wctx, now, entries); err != nil {
+			if err := st.ix.Writer().Add(wctx, now, entries); err != nil {
 				st.t.Error(err)
 				return
 			}
@@ -87,7 +87,7 @@ func (st *stack) feed(ctx context.Context, rate int, spread, tick time.Duration)
 			}
 			wctx := context.WithoutCancel(ctx)
 			until := time.Now().Add(tick).UnixMilli()
-			keys, err := st.ix.DueKeys(wctx, until)
+			keys, err := st.ix.Reader().DueKeys(wctx, until)
 			if err != nil {
 				st.t.Error(err)
 				return
@@ -300,7 +300,7 @@ func runCrashMember(v string) int {
 	w := producer.New(producer.Config{Brokers: ce.Brokers})
 	s, err := New(Config{Brokers: ce.Brokers, GroupID: ce.Group, Topic: ce.ScanTopic, FailedTopic: ce.FailedTopic,
 		Workers: 4, BatchSize: 100,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}, ix, store, w)
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}, roles(ix), store, w)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -22,7 +22,8 @@ import (
 // ErrRunning is returned by Run while another Run of the same Scanner runs.
 var ErrRunning = errors.New("scanner: already running")
 
-// Index is the part of the Redis index the scanner uses (zset.Index).
+// Index is the part of the Redis index the scanner uses (zset.Reader and
+// zset.Writer).
 type Index interface {
 	// DueMany returns, for each range, up to limit entries of its zset
 	// with ExecAt <= its Until, lowest first.

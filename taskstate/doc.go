@@ -15,7 +15,7 @@
 // the latest reschedule's new due time, d:x cancelled by id alone, and
 // the record timestamps d:sr (of the latest submit), d:rr (of the latest
 // reschedule), d:rf (of a reschedule failed for an unknown id) and d:xr
-// (of the latest cancel by id alone), and for replaces d:p and d:pr (the
+// (of the latest cancel by id alone), and for replaces d:u and d:ur (the
 // latest replace's due time and record timestamp) and d:v (the record
 // timestamp of the replace whose row is current: State.Row). A
 // write sets only the cells it names (Write, State.Apply); each store
@@ -73,7 +73,7 @@
 // task row is under VersionID(id, its record time), never under the id,
 // so it cannot share a row with the task it replaces (same due time or
 // not) and a late submit of that task cannot overwrite it. It is an op by
-// id (flag, cell d:p/d:pr, read back). Rules, by record time:
+// id (flag, cell d:u/d:ur, read back). Rules, by record time:
 //
 //   - The latest replace of an id wins: it marks the current task row (and
 //     a pending reschedule's copy) and becomes current (d:a, d:v); an
@@ -91,7 +91,7 @@
 // Replaces of one id are ordered by record time, not by partition, when
 // ingest handles them one after the other (one partition, a re-read, or
 // seconds apart). Two replaces of one id handled at the same moment by
-// two processes race on d:p: one of them wins, not necessarily the later.
+// two processes race on d:u: one of them wins, not necessarily the later.
 //
 // # Unknown ids
 //

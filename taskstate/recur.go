@@ -22,7 +22,7 @@ func Track(next []Occurrence) []Write {
 // Stopped returns the cancel markers for the next occurrences whose names
 // are cancelled by id alone, or replaced by a replace recorded after the
 // series' submit (states read back after Track's writes, aligned with
-// next). Ingest's cancel by id writes d:x (a replace d:p) before it reads
+// next). Ingest's cancel by id writes d:x (a replace d:u) before it reads
 // d:a, and the scanner writes d:a before it reads d:x, so one of the two
 // sees the other and the occurrence is marked whichever comes first.
 func Stopped(next []Occurrence, states []State) []Mark {

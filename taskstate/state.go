@@ -34,7 +34,7 @@ type State struct {
 	// no task.
 	MoveFailed int64
 	// Replacing and ReplaceRecorded are the new due time and the record
-	// timestamp of the latest replace of the name (cells d:p, d:pr),
+	// timestamp of the latest replace of the name (cells d:u, d:ur),
 	// written before it is decided, as Moving is.
 	Replacing       int64
 	ReplaceRecorded int64
@@ -93,7 +93,7 @@ type Write struct {
 	SubmitRecorded int64
 	MoveRecorded   int64
 	MoveFailed     int64 // d:rf
-	// Replacing and ReplaceRecorded (d:p, d:pr): a replace's cell;
+	// Replacing and ReplaceRecorded (d:u, d:ur): a replace's cell;
 	// Version (d:v): the replace carried out, with At.
 	Replacing       int64
 	ReplaceRecorded int64

@@ -49,7 +49,7 @@ func BenchmarkAdd(b *testing.B) {
 		iter := 0
 		for b.Loop() {
 			es := batch(iter)
-			if err := ix.Add(ctx, time.Now(), es); err != nil {
+			if err := ix.Writer().Add(ctx, time.Now(), es); err != nil {
 				b.Fatal(err)
 			}
 			iter++
@@ -62,13 +62,13 @@ func BenchmarkAdd(b *testing.B) {
 	b.Run("again", func(b *testing.B) {
 		ix := benchIndex(b, Config{})
 		es := batch(0)
-		if err := ix.Add(ctx, time.Now(), es); err != nil {
+		if err := ix.Writer().Add(ctx, time.Now(), es); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		n := 0
 		for b.Loop() {
-			if err := ix.Add(ctx, time.Now(), es); err != nil {
+			if err := ix.Writer().Add(ctx, time.Now(), es); err != nil {
 				b.Fatal(err)
 			}
 			n++
@@ -94,11 +94,11 @@ func BenchmarkRemove(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
-				if err := ix.Add(ctx, time.Now(), es); err != nil {
+				if err := ix.Writer().Add(ctx, time.Now(), es); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if err := ix.Remove(ctx, key, es); err != nil {
+				if err := ix.Reader().Remove(ctx, key, es); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -139,7 +139,7 @@ func BenchmarkMemory(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := ix.Add(ctx, time.Now(), es); err != nil {
+				if err := ix.Writer().Add(ctx, time.Now(), es); err != nil {
 					b.Fatal(err)
 				}
 				var bytes, members int64
@@ -180,7 +180,7 @@ func BenchmarkAddDense(b *testing.B) {
 			es = append(es, entry(i))
 		}
 		for c := range slices.Chunk(es, size) {
-			if err := ix.Add(ctx, time.Now(), c); err != nil {
+			if err := ix.Writer().Add(ctx, time.Now(), c); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -218,7 +218,7 @@ func BenchmarkAddDense(b *testing.B) {
 			b.ReportAllocs()
 			n := 0
 			for b.Loop() {
-				if err := ix.Add(ctx, time.Now(), batch); err != nil {
+				if err := ix.Writer().Add(ctx, time.Now(), batch); err != nil {
 					b.Fatal(err)
 				}
 				n++
@@ -249,8 +249,9 @@ func dropSegment(b *testing.B, ix *Index, at int64) {
 	}
 	// Forget the notes on it too: production never refills a dropped
 	// segment (Add writes into current and future segments only).
-	ix.mu.Lock()
-	delete(ix.grownSeg, ix.segmentStart(at))
-	delete(ix.sealedSeg, ix.segmentStart(at))
-	ix.mu.Unlock()
+	w := ix.Writer()
+	w.mu.Lock()
+	delete(w.grownSeg, ix.segmentStart(at))
+	delete(w.sealedSeg, ix.segmentStart(at))
+	w.mu.Unlock()
 }

@@ -3,6 +3,27 @@
 // small. Payloads live elsewhere (package payload); a Redis member only
 // locates its row.
 //
+// # Roles
+//
+// New returns an Index: the client, the key layout and the metrics. It
+// hands out one type per role, and each part of delayq takes only the
+// roles it uses:
+//
+//   - Writer (writer.go, family.go): Add. Ingest; the scanner for the next
+//     occurrences of recurring tasks.
+//   - Reader (reader.go): DueKeys, DueGroups, Due, DueMany, Remove,
+//     RemoveMany. The dispatcher lists the due zsets, the scanner reads
+//     them and removes what it settled.
+//   - Maintenance (maintenance.go): Retire, Backlog, Pending. The
+//     dispatcher retires segments and counts the backlog; the console and
+//     delayctl count it and inspect tasks.
+//   - OpFlags (ops.go): FlagOps, Flagged. Ingest.
+//   - Watermarks (marks.go): SetMarks (ingest), Marks (the scanner's
+//     watermark follower).
+//
+// Every role answers Key and Registry (keys.go). The roles share the
+// pipelined script calls (pipeline.go).
+//
 // # Keys
 //
 // A task (id, exec_at) is indexed in the sorted set
@@ -209,5 +230,6 @@
 // (named by the family-0 zset), so a dense segment costs Shards scan tasks
 // a tick, not one per zset.
 //
-// Index is safe for concurrent use; it starts no goroutines.
+// Index and its roles are safe for concurrent use; they start no
+// goroutines.
 package zset

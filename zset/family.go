@@ -5,97 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
-
-const (
-	// MaxFamilies caps the shard families of one segment. Family f has
-	// Shards*(f+1) zsets; the last family never seals, so a segment holds
-	// any number of tasks (past Shards*528*Fill they are skiplists).
-	MaxFamilies = 32
-	// DefaultFill is the Config.Fill default: a zset seals once it holds
-	// 127 members, so with its seal member it stays within Redis's default
-	// zset-max-listpack-entries (128).
-	DefaultFill = 127
-
-	sealMember = "~" // score +inf: never due, never a task
-)
-
-// familyShards returns the number of zsets of family f.
-func (ix *Index) familyShards(f int) int { return ix.shards * (f + 1) }
-
-// familyShard returns the shard of id in family f.
-func (ix *Index) familyShard(id uint64, f int) int {
-	return int(mix64(id) % uint64(ix.familyShards(f)))
-}
-
-// familyKey returns the key of shard `shard` of family f of segment:
-// {prefix}:{segment}:{shard} for family 0 (the layout of before families),
-// {prefix}:{segment}:{f}.{shard} after.
-func (ix *Index) familyKey(segment string, f, shard int) string {
-	var b strings.Builder
-	b.Grow(len(ix.prefix) + len(segment) + 12)
-	b.WriteString(ix.prefix)
-	b.WriteByte(':')
-	b.WriteString(segment)
-	b.WriteByte(':')
-	if f > 0 {
-		b.WriteString(strconv.Itoa(f))
-		b.WriteByte('.')
-	}
-	b.WriteString(strconv.Itoa(shard))
-	return b.String()
-}
-
-// segmentKeys returns every key of the first n families of segment.
-func (ix *Index) segmentKeys(segment string, n int) []string {
-	keys := make([]string, 0, ix.shards*n*(n+1)/2)
-	for f := range n {
-		for shard := range ix.familyShards(f) {
-			keys = append(keys, ix.familyKey(segment, f, shard))
-		}
-	}
-	return keys
-}
-
-// familiesKey is the hash of segments with more than one family: field =
-// segment, value = families in use. A segment without a field has one.
-func (ix *Index) familiesKey() string { return ix.prefix + ":families" }
-
-// pendingKey is the hash of pending counts: field = segment, value =
-// members added minus members removed (Add and Remove keep it).
-func (ix *Index) pendingKey() string { return ix.prefix + ":pending" }
-
-// offeredKey is the hash of offered counts: field = segment, value = the
-// tasks every Add so far has been given for the segment, raised before
-// anything is written and never lowered (removals, tasks already there
-// and retried Adds leave it at or above what the segment ever held), so
-// it bounds what concurrent plain ZADD NX writers can put in a segment.
-func (ix *Index) offeredKey() string { return ix.prefix + ":offered" }
-
-// families returns the families in use of each segment (1 without a field).
-func (ix *Index) families(ctx context.Context, names []string) ([]int, error) {
-	out := make([]int, len(names))
-	for i := range out {
-		out[i] = 1
-	}
-	for lo := 0; lo < len(names); lo += MaxArgs {
-		c := names[lo:min(lo+MaxArgs, len(names))]
-		vals, err := ix.client.HMGet(ctx, ix.familiesKey(), c...).Result()
-		if err != nil {
-			return nil, fmt.Errorf("read families %s: %w", ix.familiesKey(), err)
-		}
-		for i, v := range vals {
-			s, _ := v.(string)
-			if n, err := strconv.Atoi(s); err == nil && n > 1 {
-				out[lo+i] = min(n, MaxFamilies)
-			}
-		}
-	}
-	return out, nil
-}
 
 // growScript raises the family count of segment ARGV[1] in the hash KEYS[1]
 // to ARGV[2] unless it is already that high.
@@ -194,139 +106,6 @@ end
 return out
 `)
 
-// segPlan is the part of an Add batch in one segment.
-type segPlan struct {
-	start   int64
-	name    string
-	entries []Entry
-}
-
-// place indexes the entries of segs and counts what it added in the
-// pending hash. One round trip sends the registry ZADD, raises the offered
-// counts of the segments and reads their family counts (sparse). A segment
-// with one family and few enough tasks takes its entries by plain ZADD NX, one per
-// zset (fastAdd); the others, and the entries a ZADD NX did not add (a
-// task added again, an id reused), walk their paths (walk).
-func (ix *Index) place(ctx context.Context, segs []segPlan, registry []redis.Z) error {
-	sparse, err := ix.sparse(ctx, segs, registry)
-	if err != nil {
-		return err
-	}
-	added := make([]int64, len(segs))
-	rest, err := ix.fastAdd(ctx, segs, sparse, added)
-	if err != nil {
-		return err
-	}
-	if err := ix.walk(ctx, rest, added); err != nil {
-		return err
-	}
-	pl := ix.client.Pipeline()
-	for si, s := range segs {
-		if added[si] != 0 {
-			pl.HIncrBy(ctx, ix.pendingKey(), s.name, added[si])
-		}
-	}
-	if pl.Len() > 0 {
-		if _, err := pl.Exec(ctx); err != nil {
-			return fmt.Errorf("count pending: %w", err)
-		}
-	}
-	return nil
-}
-
-// sparseShare is how full, on average, the zsets of a one-family segment
-// may get (as a share of Fill) from plain ZADD NX writes. At 0.6 (76 of
-// 127) a zset of a uniformly hashed segment passes 128 members about once
-// in a billion; one that does (skewed ids) becomes a skiplist but nothing
-// else goes wrong, and the first walk that meets it seals it.
-const sparseShare = 0.6
-
-// sparse sends the registry ZADD, raises the offered count of each of segs
-// by its entries and reads the family counts in one round trip, and
-// reports which segments are sparse: one family, and an offered count of
-// at most sparseShare*Fill tasks a zset once the batch is in. The offered
-// count includes every concurrent Add's batch (HINCRBY returns the sum of
-// all of them), so Adds running side by side, in any process, cannot
-// together write more than that by ZADD NX; a count of members added,
-// read before writing, would not see the batches in flight. Families are
-// recorded before anything is written past family 0, so a plain ZADD NX
-// never puts a task beside a copy of it in a later family.
-func (ix *Index) sparse(ctx context.Context, segs []segPlan, registry []redis.Z) ([]bool, error) {
-	pl := ix.client.Pipeline()
-	for c := range slices.Chunk(registry, MaxArgs/2) {
-		pl.ZAdd(ctx, ix.registry, c...)
-	}
-	names := make([]string, len(segs))
-	offered := make([]*redis.IntCmd, len(segs))
-	for i, s := range segs {
-		names[i] = s.name
-		offered[i] = pl.HIncrBy(ctx, ix.offeredKey(), s.name, int64(len(s.entries)))
-	}
-	var fams []*redis.SliceCmd
-	for c := range slices.Chunk(names, MaxArgs) {
-		fams = append(fams, pl.HMGet(ctx, ix.familiesKey(), c...))
-	}
-	if _, err := pl.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("register segments: %w", err)
-	}
-	limit := int64(sparseShare * float64(ix.shards*ix.fill))
-	out := make([]bool, len(segs))
-	for i := range segs {
-		out[i] = fams[i/MaxArgs].Val()[i%MaxArgs] == nil && offered[i].Val() <= limit
-	}
-	return out, nil
-}
-
-// fastAdd adds the entries of the sparse segments by plain ZADD NX, one
-// per zset, pipelined, and counts what it added in added. It returns the
-// segments left to walk: the segments not sparse, and in the sparse ones
-// the entries of every zset where ZADD NX added fewer members than it was
-// given (the walk finds those already there and places reused ids).
-func (ix *Index) fastAdd(ctx context.Context, segs []segPlan, sparse []bool, added []int64) ([]segPlan, error) {
-	type zadd struct {
-		seg     int
-		key     string
-		entries []Entry
-		cmd     *redis.IntCmd
-	}
-	rest := make([]segPlan, len(segs))
-	var sent []*zadd
-	for si, s := range segs {
-		if !sparse[si] {
-			rest[si] = s
-			continue
-		}
-		rest[si] = segPlan{start: s.start, name: s.name}
-		order, byShard := groupBy(s.entries, func(e Entry) int { return ix.shard(e.ID) })
-		for _, sh := range order {
-			for c := range slices.Chunk(byShard[sh], (MaxArgs-1)/2) {
-				sent = append(sent, &zadd{seg: si, key: ix.key(s.name, sh), entries: c})
-			}
-		}
-	}
-	for c := range slices.Chunk(sent, MaxPipeline) {
-		pl := ix.client.Pipeline()
-		for _, z := range c {
-			members := make([]redis.Z, len(z.entries))
-			for i, e := range z.entries {
-				members[i] = redis.Z{Score: float64(e.ExecAt), Member: e.ID}
-			}
-			z.cmd = pl.ZAddNX(ctx, z.key, members...)
-		}
-		if _, err := pl.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("zadd: %w", err)
-		}
-		for _, z := range c {
-			n := z.cmd.Val()
-			added[z.seg] += n
-			if n < int64(len(z.entries)) {
-				rest[z.seg].entries = append(rest[z.seg].entries, z.entries...)
-			}
-		}
-	}
-	return rest, nil
-}
-
 // walk places the entries of segs (aligned with place's segments; added
 // counts what it adds): each entry goes to the first zset on its path (its
 // shard of family 0, 1, ...) that holds it already or is open. The path of
@@ -343,7 +122,7 @@ func (ix *Index) fastAdd(ctx context.Context, segs []segPlan, sparse []bool, add
 // family. Before it writes into family f >= 1 of a segment it records f+1
 // families in the families hash, so the dispatcher lists every zset that
 // may hold members.
-func (ix *Index) walk(ctx context.Context, segs []segPlan, added []int64) error {
+func (ix *Writer) walk(ctx context.Context, segs []segPlan, added []int64) error {
 	var todo []placing
 	for si, s := range segs {
 		for _, e := range s.entries {
@@ -406,7 +185,7 @@ type placing struct {
 // pipelined), then "<id>@<exec_at>" only where the plain id is
 // held at another time (a reused id): a lookup in a listpack is a scan of
 // it, so each member asked for costs.
-func (ix *Index) placed(ctx context.Context, segs []segPlan, todo []placing) ([]placing, error) {
+func (ix *Writer) placed(ctx context.Context, segs []segPlan, todo []placing) ([]placing, error) {
 	var probes []*probe
 	byKey := make(map[string]*probe)
 	for i, p := range todo {
@@ -470,7 +249,7 @@ type probe struct {
 }
 
 // lookup runs the ZMSCORE of every probe, MaxPipeline a round trip.
-func (ix *Index) lookup(ctx context.Context, probes []*probe) error {
+func (ix *Writer) lookup(ctx context.Context, probes []*probe) error {
 	for c := range slices.Chunk(probes, MaxPipeline) {
 		pl := ix.client.Pipeline()
 		cmds := make([]*redis.FloatSliceCmd, len(c))
@@ -489,7 +268,7 @@ func (ix *Index) lookup(ctx context.Context, probes []*probe) error {
 
 // recordFamilies raises the family count of each segment that todo
 // reaches past the count this process knows recorded.
-func (ix *Index) recordFamilies(ctx context.Context, segs []segPlan, todo []placing) error {
+func (ix *Writer) recordFamilies(ctx context.Context, segs []segPlan, todo []placing) error {
 	need := make(map[int]int) // segment index -> families
 	for _, p := range todo {
 		need[p.seg] = max(need[p.seg], p.f+1)
@@ -514,7 +293,7 @@ func (ix *Index) recordFamilies(ctx context.Context, segs []segPlan, todo []plac
 
 // placeCalls returns one placeScript call per zset that todo reaches (at
 // most (MaxArgs-2)/2 entries a call), with the entries of each.
-func (ix *Index) placeCalls(segs []segPlan, todo []placing) ([]scriptCall, [][]placing) {
+func (ix *Writer) placeCalls(segs []segPlan, todo []placing) ([]scriptCall, [][]placing) {
 	type target struct {
 		seg, f, shard int
 	}
@@ -543,7 +322,7 @@ func (ix *Index) placeCalls(segs []segPlan, todo []placing) ([]scriptCall, [][]p
 
 // firstOpen returns the first family whose zset on the path of id this
 // process has not seen sealed in segment start.
-func (ix *Index) firstOpen(start int64, id uint64) int {
+func (ix *Writer) firstOpen(start int64, id uint64) int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	sealed := ix.sealedSeg[start]
@@ -559,7 +338,7 @@ type famShard struct{ f, shard int }
 
 // noteSealed notes that shard `shard` of family f of segment start is
 // sealed, for at most maxNotes segments (dropping the oldest).
-func (ix *Index) noteSealed(start int64, f, shard int) {
+func (ix *Writer) noteSealed(start int64, f, shard int) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.sealedSeg == nil {
@@ -572,19 +351,6 @@ func (ix *Index) noteSealed(start int64, f, shard int) {
 		ix.sealedSeg[start] = m
 	}
 	m[famShard{f, shard}] = true
-}
-
-// groupBy groups items by key; keys lists the keys in first-seen order.
-func groupBy[T any, K comparable](items []T, key func(T) K) (keys []K, groups map[K][]T) {
-	groups = make(map[K][]T)
-	for _, it := range items {
-		k := key(it)
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], it)
-	}
-	return keys, groups
 }
 
 // maxNotes caps the segments a process keeps notes on (families recorded,
@@ -605,14 +371,14 @@ func dropOldest[V any](notes map[int64]V) {
 }
 
 // grown returns the family count this process knows segment start records.
-func (ix *Index) grown(start int64) int {
+func (ix *Writer) grown(start int64) int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	return max(ix.grownSeg[start], 1)
 }
 
 // setGrown notes that segment start records at least n families.
-func (ix *Index) setGrown(start int64, n int) {
+func (ix *Writer) setGrown(start int64, n int) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.grownSeg == nil {
@@ -622,17 +388,4 @@ func (ix *Index) setGrown(start int64, n int) {
 		dropOldest(ix.grownSeg)
 	}
 	ix.grownSeg[start] = max(ix.grownSeg[start], n)
-}
-
-// segmentOf returns the segment part of a zset key of this index, or "".
-func (ix *Index) segmentOf(key string) string {
-	rest, ok := strings.CutPrefix(key, ix.prefix+":")
-	if !ok {
-		return ""
-	}
-	seg, _, ok := strings.Cut(rest, ":")
-	if !ok {
-		return ""
-	}
-	return seg
 }

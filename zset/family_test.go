@@ -53,7 +53,7 @@ func drain(t *testing.T, ix *Index, until int64, seen map[Entry]int) {
 	t.Helper()
 	ctx := context.Background()
 	for {
-		keys, err := ix.DueKeys(ctx, until)
+		keys, err := ix.Reader().DueKeys(ctx, until)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,14 +70,14 @@ func take(t *testing.T, ix *Index, keys []string, until int64, limit int, seen m
 	t.Helper()
 	ctx := context.Background()
 	for _, k := range keys {
-		es, err := ix.Due(ctx, k, until, limit)
+		es, err := ix.Reader().Due(ctx, k, until, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range es {
 			seen[e]++
 		}
-		if err := ix.Remove(ctx, k, es); err != nil {
+		if err := ix.Reader().Remove(ctx, k, es); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,14 +102,14 @@ func testFamilies(t *testing.T, newIndex newIndexFunc) {
 	}
 	// The first four go in by ZADD NX (the segment is sparse: at most
 	// 0.6*fill a zset on average), the rest walk their paths.
-	if err := ix.Add(ctx, t0, entries[:4]); err != nil {
+	if err := ix.Writer().Add(ctx, t0, entries[:4]); err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.Add(ctx, t0, entries[4:150]); err != nil {
+	if err := ix.Writer().Add(ctx, t0, entries[4:150]); err != nil {
 		t.Fatal(err)
 	}
 	for c := range slices.Chunk(entries[150:], 7) {
-		if err := ix.Add(ctx, t0, c); err != nil {
+		if err := ix.Writer().Add(ctx, t0, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,7 +117,7 @@ func testFamilies(t *testing.T, newIndex newIndexFunc) {
 	again := slices.Clone(entries)
 	rand.Shuffle(len(again), func(i, j int) { again[i], again[j] = again[j], again[i] })
 	for c := range slices.Chunk(again, 13) {
-		if err := ix.Add(ctx, t0, c); err != nil {
+		if err := ix.Writer().Add(ctx, t0, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,11 +141,11 @@ func testFamilies(t *testing.T, newIndex newIndexFunc) {
 		t.Fatalf("the segment holds %d tasks, want %d", total, len(entries))
 	}
 	for _, e := range []Entry{entries[0], entries[299], entries[310]} {
-		if ok, err := ix.Pending(ctx, e); err != nil || !ok {
+		if ok, err := ix.Maintenance().Pending(ctx, e); err != nil || !ok {
 			t.Fatalf("Pending(%v) = %v, %v; want true", e, ok, err)
 		}
 	}
-	if b, err := ix.Backlog(ctx); err != nil || len(b) != 1 || b[0].Pending != int64(len(entries)) {
+	if b, err := ix.Maintenance().Backlog(ctx); err != nil || len(b) != 1 || b[0].Pending != int64(len(entries)) {
 		t.Fatalf("Backlog = %+v, %v; want %d pending", b, err, len(entries))
 	}
 
@@ -157,12 +157,12 @@ func testFamilies(t *testing.T, newIndex newIndexFunc) {
 		more = append(more, Entry{ID: uint64(1000+i) << 20, ExecAt: seg + int64(i%5)})
 	}
 	for c := range slices.Chunk(more, 40) {
-		keys, err := ix.DueKeys(ctx, until)
+		keys, err := ix.Reader().DueKeys(ctx, until)
 		if err != nil {
 			t.Fatal(err)
 		}
 		take(t, ix, keys[:len(keys)/2], until, 3, seen)
-		if err := ix.Add(ctx, t0, c); err != nil {
+		if err := ix.Writer().Add(ctx, t0, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,12 +175,12 @@ func testFamilies(t *testing.T, newIndex newIndexFunc) {
 	if len(seen) != len(entries)+len(more) {
 		t.Fatalf("scan returned %d tasks, want %d", len(seen), len(entries)+len(more))
 	}
-	if b, err := ix.Backlog(ctx); err != nil || len(b) != 1 || b[0].Pending != 0 {
+	if b, err := ix.Maintenance().Backlog(ctx); err != nil || len(b) != 1 || b[0].Pending != 0 {
 		t.Fatalf("Backlog after drain = %+v, %v; want 0 pending", b, err)
 	}
 
 	// Retire unlinks the sealed zsets and drops the counts.
-	n, err := ix.Retire(ctx, seg+time.Hour.Milliseconds())
+	n, err := ix.Maintenance().Retire(ctx, seg+time.Hour.Milliseconds())
 	if err != nil || n != 1 {
 		t.Fatalf("Retire = %d, %v; want 1", n, err)
 	}
@@ -221,7 +221,7 @@ func testFamiliesConcurrent(t *testing.T, newIndex newIndexFunc) {
 				for i := lo; i < lo+10; i++ {
 					batch = append(batch, Entry{ID: uint64(a*each+i+1) << 16, ExecAt: seg + int64(i%3)})
 				}
-				if err := ix.Add(ctx, t0, batch); err != nil {
+				if err := ix.Writer().Add(ctx, t0, batch); err != nil {
 					t.Error(err)
 					return
 				}
@@ -265,12 +265,12 @@ func testSparseInFlight(t *testing.T, newIndex newIndexFunc) {
 		}
 		return es
 	}
-	a, b := ix.plan(ms(t0), batch(0)), ix.plan(ms(t0), batch(100))
-	sa, err := ix.sparse(ctx, a.segs, a.segments)
+	a, b := ix.Writer().plan(ms(t0), batch(0)), ix.Writer().plan(ms(t0), batch(100))
+	sa, err := ix.Writer().sparse(ctx, a.segs, a.segments)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := ix.sparse(ctx, b.segs, b.segments)
+	sb, err := ix.Writer().sparse(ctx, b.segs, b.segments)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func testSparseInFlight(t *testing.T, newIndex newIndexFunc) {
 	// What they write, and the same again, counts in full.
 	for range 2 {
 		for _, p := range []plan{a, b} {
-			if err := ix.Add(ctx, t0, p.segs[0].entries); err != nil {
+			if err := ix.Writer().Add(ctx, t0, p.segs[0].entries); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -289,7 +289,7 @@ func testSparseInFlight(t *testing.T, newIndex newIndexFunc) {
 	if got := c.HGet(ctx, ix.offeredKey(), name).Val(); got != "180" {
 		t.Fatalf("offered count = %s, want 180 (2 in flight + 4 Adds of 30)", got)
 	}
-	if b, err := ix.Backlog(ctx); err != nil || len(b) != 1 || b[0].Pending != 60 {
+	if b, err := ix.Maintenance().Backlog(ctx); err != nil || len(b) != 1 || b[0].Pending != 60 {
 		t.Fatalf("Backlog = %+v, %v; want 60 pending", b, err)
 	}
 }
@@ -303,11 +303,11 @@ func TestBacklogWithoutCounts(t *testing.T) {
 	for i := range 10 {
 		entries = append(entries, Entry{ID: uint64(i + 1), ExecAt: ms(t0.Add(time.Minute)) + int64(i)})
 	}
-	if err := ix.Add(ctx, t0, entries); err != nil {
+	if err := ix.Writer().Add(ctx, t0, entries); err != nil {
 		t.Fatal(err)
 	}
 	c.Del(ctx, ix.pendingKey())
-	got, err := ix.Backlog(ctx)
+	got, err := ix.Maintenance().Backlog(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,14 +331,14 @@ func testDueGroups(t *testing.T, newIndex newIndexFunc) {
 	for i := range 200 {
 		entries = append(entries, Entry{ID: uint64(i+1) << 20, ExecAt: seg + int64(i%11)})
 	}
-	if err := ix.Add(ctx, t0, entries); err != nil {
+	if err := ix.Writer().Add(ctx, t0, entries); err != nil {
 		t.Fatal(err)
 	}
-	groups, err := ix.DueGroups(ctx, seg+59_999)
+	groups, err := ix.Reader().DueGroups(ctx, seg+59_999)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := ix.DueKeys(ctx, seg+59_999)
+	keys, err := ix.Reader().DueKeys(ctx, seg+59_999)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,7 @@ func testDueGroups(t *testing.T, newIndex newIndexFunc) {
 		for i, k := range grp.Due {
 			rs[i] = Range{Key: k, Until: seg + 59_999}
 		}
-		got, err := ix.DueMany(ctx, rs, 1000)
+		got, err := ix.Reader().DueMany(ctx, rs, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -373,7 +373,7 @@ func testDueGroups(t *testing.T, newIndex newIndexFunc) {
 			}
 			rm = append(rm, Removal{Key: grp.Due[i], Entries: es})
 		}
-		if err := ix.RemoveMany(ctx, rm); err != nil {
+		if err := ix.Reader().RemoveMany(ctx, rm); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -387,10 +387,10 @@ func testDueGroups(t *testing.T, newIndex newIndexFunc) {
 			t.Errorf("%v read %d times, want once", e, seen[e])
 		}
 	}
-	if left, err := ix.DueKeys(ctx, seg+59_999); err != nil || len(left) != 0 {
+	if left, err := ix.Reader().DueKeys(ctx, seg+59_999); err != nil || len(left) != 0 {
 		t.Errorf("due after RemoveMany: %v, %v", left, err)
 	}
-	backlog, err := ix.Backlog(ctx)
+	backlog, err := ix.Maintenance().Backlog(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

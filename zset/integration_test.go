@@ -128,11 +128,11 @@ func testIndex(t *testing.T, newIndex newIndexFunc) {
 	for i := range 300 {
 		later = append(later, Entry{ID: 1<<61 + uint64(i), ExecAt: segStart.Add(2*time.Minute + time.Duration(i)*time.Second).UnixMilli()})
 	}
-	if err := ix.Add(ctx, now, append(slices.Clone(due), later...)); err != nil {
+	if err := ix.Writer().Add(ctx, now, append(slices.Clone(due), later...)); err != nil {
 		t.Fatal(err)
 	}
 
-	backlog, err := ix.Backlog(ctx)
+	backlog, err := ix.Maintenance().Backlog(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func testIndex(t *testing.T, newIndex newIndexFunc) {
 
 	// Drain everything due by now, as a scanner would: Due, then Remove.
 	until := now.UnixMilli()
-	keys, err := ix.DueKeys(ctx, until)
+	keys, err := ix.Reader().DueKeys(ctx, until)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,14 +162,14 @@ func testIndex(t *testing.T, newIndex newIndexFunc) {
 	var drained []Entry
 	for _, k := range keys {
 		for {
-			es, err := ix.Due(ctx, k, until, 20)
+			es, err := ix.Reader().Due(ctx, k, until, 20)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(es) == 0 {
 				break
 			}
-			if err := ix.Remove(ctx, k, es); err != nil {
+			if err := ix.Reader().Remove(ctx, k, es); err != nil {
 				t.Fatal(err)
 			}
 			drained = append(drained, es...)
@@ -189,27 +189,27 @@ func testIndex(t *testing.T, newIndex newIndexFunc) {
 	if !slices.Equal(drained, due) {
 		t.Fatalf("drained %d entries, want exactly the %d due ones", len(drained), len(due))
 	}
-	if keys, _ := ix.DueKeys(ctx, until); len(keys) != 0 {
+	if keys, _ := ix.Reader().DueKeys(ctx, until); len(keys) != 0 {
 		t.Fatalf("after draining DueKeys = %v", keys)
 	}
 	for _, e := range later[:3] {
-		if ok, err := ix.Pending(ctx, e); err != nil || !ok {
+		if ok, err := ix.Maintenance().Pending(ctx, e); err != nil || !ok {
 			t.Fatalf("Pending(%+v) = %v, %v; want true", e, ok, err)
 		}
 	}
-	if ok, _ := ix.Pending(ctx, due[0]); ok {
+	if ok, _ := ix.Maintenance().Pending(ctx, due[0]); ok {
 		t.Fatal("a drained entry is still pending")
 	}
 
 	// The drained current segment retires once it has ended; the later one
 	// never while it holds members.
-	if n, err := ix.Retire(ctx, segStart.Add(time.Minute).UnixMilli()); err != nil || n != 1 {
+	if n, err := ix.Maintenance().Retire(ctx, segStart.Add(time.Minute).UnixMilli()); err != nil || n != 1 {
 		t.Fatalf("Retire = %d, %v; want 1", n, err)
 	}
-	if n, err := ix.Retire(ctx, segStart.Add(time.Hour).UnixMilli()); err != nil || n != 0 {
+	if n, err := ix.Maintenance().Retire(ctx, segStart.Add(time.Hour).UnixMilli()); err != nil || n != 0 {
 		t.Fatalf("Retire of non-empty segments = %d, %v; want 0", n, err)
 	}
-	backlog, _ = ix.Backlog(ctx)
+	backlog, _ = ix.Maintenance().Backlog(ctx)
 	if len(backlog) == 0 || backlog[0].Start != segStart.Add(2*time.Minute).UnixMilli() {
 		t.Fatalf("backlog after retire = %+v", backlog)
 	}

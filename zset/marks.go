@@ -7,13 +7,17 @@ import (
 	"time"
 )
 
+// Watermarks keeps the ingest watermarks: ingest writes them, the
+// scanner's follower (package internal/watermark) reads them.
+type Watermarks struct{ *core }
+
 // marksKey is the hash of ingest watermarks (package internal/watermark):
 // field "topic/partition", value unix ms. One key, so Redis Cluster serves
 // it from one node.
-func (ix *Index) marksKey() string { return ix.prefix + ":marks" }
+func (ix *core) marksKey() string { return ix.prefix + ":marks" }
 
 // SetMarks stores the ingest watermarks marks (by field) in one HSET.
-func (ix *Index) SetMarks(ctx context.Context, marks map[string]int64) (err error) {
+func (ix *Watermarks) SetMarks(ctx context.Context, marks map[string]int64) (err error) {
 	if len(marks) == 0 {
 		return nil
 	}
@@ -30,7 +34,7 @@ func (ix *Index) SetMarks(ctx context.Context, marks map[string]int64) (err erro
 
 // Marks returns the ingest watermarks by field; a value that is not a
 // number is left out.
-func (ix *Index) Marks(ctx context.Context) (_ map[string]int64, err error) {
+func (ix *Watermarks) Marks(ctx context.Context) (_ map[string]int64, err error) {
 	defer ix.metrics.observe("marks", time.Now(), &err)
 	raw, err := ix.client.HGetAll(ctx, ix.marksKey()).Result()
 	if err != nil {

@@ -13,19 +13,19 @@ func TestRealRedisMarks(t *testing.T) { testMarks(t, realIndex) }
 func testMarks(t *testing.T, newIndex newIndexFunc) {
 	ix, c := newIndex(t, Config{})
 	ctx := context.Background()
-	if m, err := ix.Marks(ctx); err != nil || len(m) != 0 {
+	if m, err := ix.Watermarks().Marks(ctx); err != nil || len(m) != 0 {
 		t.Fatalf("empty: %v, %v", m, err)
 	}
-	if err := ix.SetMarks(ctx, map[string]int64{"delay-input/0": 1000, "delay-input/1": 2000}); err != nil {
+	if err := ix.Watermarks().SetMarks(ctx, map[string]int64{"delay-input/0": 1000, "delay-input/1": 2000}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.SetMarks(ctx, map[string]int64{"delay-input/1": 3000}); err != nil {
+	if err := ix.Watermarks().SetMarks(ctx, map[string]int64{"delay-input/1": 3000}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.HSet(ctx, ix.marksKey(), "junk", "x").Err(); err != nil {
 		t.Fatal(err)
 	}
-	m, err := ix.Marks(ctx)
+	m, err := ix.Watermarks().Marks(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// OpFlags keeps the op flags of task ids: ingest flags an id that has had
+// an op by id and asks before it reads an id row.
+type OpFlags struct{ *core }
+
 // opsChunk bounds the commands of one pipeline of FlagOps and Flagged.
 const opsChunk = 1000
 
 // opKey is the flag of a task id that has had an op by id (cancel by id
 // alone, reschedule): {prefix}:op:{id}. Segments are digits, so it never
 // meets a zset key.
-func (ix *Index) opKey(id uint64) string {
+func (ix *core) opKey(id uint64) string {
 	return ix.prefix + ":op:" + strconv.FormatUint(id, 10)
 }
 
@@ -28,7 +32,7 @@ const MaxFlagTTL = 100 * 365 * 24 * time.Hour
 // at least a second and at most MaxFlagTTL. Ingest flags an id before it
 // writes the op to the id row, and a submit reads the id row only when its
 // id is flagged: a Redis EXISTS instead of an HBase Get on the submit path.
-func (ix *Index) FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) (err error) {
+func (ix *OpFlags) FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) (err error) {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -48,7 +52,7 @@ func (ix *Index) FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) (
 
 // Flagged reports, for each id, whether FlagOps flagged it (EXISTS,
 // pipelined).
-func (ix *Index) Flagged(ctx context.Context, ids []uint64) (_ []bool, err error) {
+func (ix *OpFlags) Flagged(ctx context.Context, ids []uint64) (_ []bool, err error) {
 	out := make([]bool, len(ids))
 	if len(ids) == 0 {
 		return out, nil

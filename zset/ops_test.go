@@ -12,11 +12,11 @@ func TestFlagOps(t *testing.T) {
 	for i := range ids {
 		ids[i] = uint64(i * 2)
 	}
-	if err := ix.FlagOps(t.Context(), ids, time.Hour); err != nil {
+	if err := ix.OpFlags().FlagOps(t.Context(), ids, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	probe := []uint64{0, 1, 4998, 4999, 1 << 62}
-	got, err := ix.Flagged(t.Context(), probe)
+	got, err := ix.OpFlags().Flagged(t.Context(), probe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestFlagOps(t *testing.T) {
 		t.Errorf("TTL %v, want 1h", ttl)
 	}
 	m.FastForward(2 * time.Hour)
-	if got, _ := ix.Flagged(t.Context(), []uint64{0}); got[0] {
+	if got, _ := ix.OpFlags().Flagged(t.Context(), []uint64{0}); got[0] {
 		t.Error("flag outlived its TTL")
 	}
 }
@@ -48,7 +48,7 @@ func TestFlagOpsTTLBounded(t *testing.T) {
 		{-time.Hour, time.Second},
 		{0, time.Second},
 	} {
-		if err := ix.FlagOps(t.Context(), []uint64{7}, tt.ttl); err != nil {
+		if err := ix.OpFlags().FlagOps(t.Context(), []uint64{7}, tt.ttl); err != nil {
 			t.Fatal(err)
 		}
 		if got := m.TTL("p:op:7"); got != tt.want {

@@ -93,6 +93,7 @@ func newFlags(cfg *daemon.Config) (*flag.FlagSet, cmdFlags) {
 	fs.StringVar(&cfg.RedisPassword, "redis-password", cfg.RedisPassword, "Redis password (prefer DELAYQ_REDIS_PASSWORD: ps shows flags; never logged)")
 	fs.BoolVar(&cfg.RedisTLS, "redis-tls", cfg.RedisTLS, "connect to Redis with TLS (verified against the system roots)")
 	connflags.RedisTLS(fs, &cfg.RedisTLSCA, &cfg.RedisTLSCert, &cfg.RedisTLSKey)
+	fs.IntVar(&cfg.RedisMinReplicas, "redis-min-replicas", cfg.RedisMinReplicas, "replicas of each Redis master that must hold a batch's index writes before ingest commits it (WAIT; a replica down stalls ingest; 0: commit once the master has them)")
 	connflags.Kafka(fs, &cfg.Kafka)
 	fs.StringVar(&cfg.HBaseZK, "hbase-zk", cfg.HBaseZK, "HBase ZooKeeper quorum")
 	fs.StringVar(&cfg.HBaseZKRoot, "hbase-zk-root", cfg.HBaseZKRoot, "HBase's znode parent in ZooKeeper (zookeeper.znode.parent)")

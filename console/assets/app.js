@@ -163,16 +163,18 @@ function barChart(box, buckets, label, every, overdue) {
 async function loadTask(id, at) {
   $("task-id").value = id;
   $("task-at").value = at;
-  if (!id || !at) return;
+  if (!id) return;
   let t;
   try {
-    t = await api("task?" + new URLSearchParams({ id, at }));
+    // Without a due time the id row gives the current one.
+    t = await api("task?" + new URLSearchParams(at ? { id, at } : { id }));
   } catch (e) {
     banner("task: " + e.message);
     $("task-result").hidden = true;
     return;
   }
   banner("");
+  if (!at) $("task-at").value = new Date(t.exec_at).toISOString();
   $("task-result").hidden = false;
   $("task-title").textContent = t.id;
   const badge = $("task-state");
@@ -224,6 +226,53 @@ async function cancelTask() {
     $("task-cancel-result").className = "bad";
     $("task-cancel").disabled = false;
   }
+}
+
+// ---- tasks ----------------------------------------------------------------
+
+const TASK_FILTERS = ["topic", "key", "from", "to", "state", "limit"];
+
+// loadTasks lists a page of stored tasks; q holds the filters and the
+// cursor, as the URL fragment does.
+async function loadTasks(q) {
+  for (const f of TASK_FILTERS) if (q.has(f)) $("tasks-" + f).value = q.get(f);
+  const body = $("tasks-table").tBodies[0];
+  $("tasks-next").disabled = true;
+  $("tasks-first").disabled = !q.get("cursor");
+  let res;
+  try {
+    res = await api("tasks?" + q);
+  } catch (e) {
+    body.replaceChildren(el("tr", {}, el("td", { colspan: 7 }, "tasks: " + e.message)));
+    $("tasks-count").textContent = "";
+    return;
+  }
+  body.replaceChildren();
+  for (const t of res.tasks) {
+    const link = el("a", { href: "#/task?" + new URLSearchParams({ id: t.id, at: t.at }) }, t.id);
+    const key = t.key !== undefined ? t.key : t.key_base64 !== undefined ? "base64 " + t.key_base64 : "(none)";
+    const hs = Object.entries(t.headers || {}).map(([k, v]) => k + "=" + v).join("  ");
+    body.append(el("tr", { "data-id": t.id },
+      el("td", {}, fmtTime(t.at_ms)),
+      el("td", {}, el("span", { class: "badge " + t.state.split("-")[0] }, t.state)),
+      el("td", {}, t.topic || "(cancel only)"),
+      el("td", { class: "clip" }, link),
+      el("td", { class: "clip" }, el("code", {}, key)),
+      el("td", { class: "clip", title: hs }, hs),
+      el("td", {}, t.value_bytes + " B")));
+  }
+  if (!res.tasks.length) body.append(el("tr", {}, el("td", { colspan: 7 }, res.next ? "no match among the rows read: next page goes on" : "no task matches")));
+  $("tasks-count").textContent = res.tasks.length + " on this page (" + fmtInt(res.examined) + " rows read)" + (res.next ? ", more" : "");
+  $("tasks-count").dataset.count = res.tasks.length;
+  $("tasks-next").disabled = !res.next;
+  $("tasks-next").dataset.cursor = res.next || "";
+}
+
+// tasksQuery reads the filters of the form, without empty ones.
+function tasksQuery() {
+  const q = new URLSearchParams();
+  for (const f of TASK_FILTERS) if ($("tasks-" + f).value.trim()) q.set(f, $("tasks-" + f).value.trim());
+  return q;
 }
 
 // ---- failed ---------------------------------------------------------------
@@ -301,8 +350,8 @@ function route() {
   clearInterval(state.timer);
   const [path, query] = (location.hash.slice(1) || "/").split("?");
   const q = new URLSearchParams(query || "");
-  const page = path === "/task" ? "task" : path === "/failed" ? "failed" : "overview";
-  for (const p of ["overview", "task", "failed"]) $("page-" + p).hidden = p !== page;
+  const page = { "/task": "task", "/tasks": "tasks", "/failed": "failed" }[path] || "overview";
+  for (const p of ["overview", "tasks", "task", "failed"]) $("page-" + p).hidden = p !== page;
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === page);
   banner("");
   if (page === "overview") {
@@ -311,6 +360,8 @@ function route() {
     state.timer = setInterval(tick, 2000);
   } else if (page === "task") {
     loadTask(q.get("id") || "", q.get("at") || "");
+  } else if (page === "tasks") {
+    loadTasks(q);
   } else {
     loadFailed(q.get("reason") || "");
   }
@@ -329,6 +380,16 @@ document.addEventListener("DOMContentLoaded", () => {
     location.hash = "#/task?" + new URLSearchParams({ id: $("task-id").value, at: $("task-at").value });
   });
   $("task-cancel").addEventListener("click", cancelTask);
+  $("tasks-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    location.hash = "#/tasks?" + tasksQuery();
+  });
+  $("tasks-next").addEventListener("click", () => {
+    const q = tasksQuery();
+    q.set("cursor", $("tasks-next").dataset.cursor);
+    location.hash = "#/tasks?" + q;
+  });
+  $("tasks-first").addEventListener("click", () => { location.hash = "#/tasks?" + tasksQuery(); });
   $("failed-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     location.hash = "#/failed?" + new URLSearchParams({ reason: $("failed-reason").value });

@@ -32,6 +32,7 @@ KAFKA_BUSINESS_PREFIX=${KAFKA_BUSINESS_PREFIX:-biz-}
 SECURE_USERS=(admin delayq producer)
 
 [[ $REDIS_CLUSTER != 1 ]] || die "SECURE=1 secures the single Redis; REDIS_CLUSTER=1 is not supported with it"
+[[ ${REDIS_SENTINEL:-0} != 1 ]] || die "SECURE=1 secures the single Redis; REDIS_SENTINEL=1 is not supported with it"
 
 REDIS_LISTEN=(--port 0 --tls-port "$REDIS_PORT"
 	--tls-cert-file "$SECURE_DIR/server.pem" --tls-key-file "$SECURE_DIR/server.key"

@@ -1,9 +1,9 @@
 // Package consumer holds the consumer-group side of delayq's Kafka
 // plumbing: the group preset for stages on the Generation API (NewGroup,
-// Generations), a consumer-group reader preset (NewReader), the group
-// timing every group shares (HeartbeatInterval, SessionTimeout,
-// JoinBackoff, PartitionWatchInterval, MaxDrain), and Window, the
-// sliding-window offset committer.
+// Generations), the partition reader preset (Partition), a consumer-group
+// reader preset (NewReader), the group timing every group shares
+// (HeartbeatInterval, SessionTimeout, JoinBackoff, PartitionWatchInterval,
+// MaxDrain), and Window, the sliding-window offset committer.
 //
 // # Timing
 //
@@ -19,15 +19,22 @@
 //
 // delayq's stages do not use a consumer-group reader: they join their
 // group with NewGroup and, per assigned partition of a generation, read
-// with a partition reader of their own (ingest: package kafka/committed;
-// the scanner: a kafka-go partition reader), committing through the
-// generation. A consumer-group Reader's CommitMessages commits exactly the
-// offsets given and, after a rebalance, may land on the next generation
-// and move an offset backwards. NewReader, with the group timing above
-// and fetch settings of MinBytes 1 and MaxWait 500 ms, serves tests and
-// tools that read a topic as a group; use FetchMessage and commit
-// explicitly there too (ReadMessage with CommitInterval 0 commits after
-// every message, a broker round trip each).
+// with a partition reader, committing through the generation. Every
+// partition reader of delayq is built from one preset, Partition, with
+// the same fetch settings (MinBytes 1, MaxBytes DefaultMaxBytes, MaxWait
+// DefaultMaxWait) unless its caller says why not: NewCommittedReader reads
+// read-committed (package kafka/committed: ingest's lanes, on the input
+// topics that producers may write in transactions), NewPartitionReader
+// with kafka-go's Reader (the scanner's partitions of delay-scan, the
+// failed-topic replay).
+//
+// A consumer-group Reader's CommitMessages commits exactly the offsets
+// given and, after a rebalance, may land on the next generation and move
+// an offset backwards. NewReader, with the group timing above and the
+// same fetch defaults, serves tests and tools that read a topic as a
+// group; use FetchMessage and commit explicitly there too (ReadMessage
+// with CommitInterval 0 commits after every message, a broker round trip
+// each).
 //
 // # Window
 //

@@ -24,10 +24,10 @@ type ReaderConfig struct {
 	// MinBytes a fetch waits for; default 1, so a fetch answers as soon as
 	// anything is there.
 	MinBytes int
-	// MaxBytes of one fetch; default 10 MiB.
+	// MaxBytes of one fetch; default DefaultMaxBytes (10 MiB).
 	MaxBytes int
-	// MaxWait is how long a fetch waits for MinBytes; default 500 ms
-	// (kafka-go: 10 s).
+	// MaxWait is how long a fetch waits for MinBytes; default
+	// DefaultMaxWait (500 ms; kafka-go: 10 s).
 	MaxWait time.Duration
 	// CommitInterval 0 (the default) makes CommitMessages commit
 	// synchronously; > 0 makes it queue commits and flush them at this
@@ -86,10 +86,10 @@ func (c ReaderConfig) Config() (kafka.ReaderConfig, error) {
 		rc.MinBytes = 1
 	}
 	if rc.MaxBytes == 0 {
-		rc.MaxBytes = 10 << 20
+		rc.MaxBytes = DefaultMaxBytes
 	}
 	if rc.MaxWait == 0 {
-		rc.MaxWait = 500 * time.Millisecond
+		rc.MaxWait = DefaultMaxWait
 	}
 	if rc.StartOffset == 0 {
 		rc.StartOffset = kafka.FirstOffset

@@ -9,7 +9,7 @@
 //
 // A task may also carry "more": [KEY, ...], further zsets to scan up to the
 // same until. The dispatcher puts the zsets of a segment's shard families
-// that share a family-0 shard into one task (zset.Index.DueGroups): "zset"
+// that share a family-0 shard into one task (zset.Reader.DueGroups): "zset"
 // is that family-0 zset, always the Kafka key of the group, so every zset
 // of the group is still scanned by one partition, and a dense segment costs
 // a scan task per family-0 shard, not one per zset. A scanner that predates

@@ -36,6 +36,8 @@
 //
 //	d:e  the task: a versioned envelope (below)          task put
 //	d:c  cancel marker; its value is the task's name     cancel put
+//	d:p  present (0x01) when the task was submitted with  task put
+//	     a due time already past (payload.Task.PastDue)
 //
 // d:e is payload.AppendEnvelope: a version byte (1), then uvarint-length
 // prefixed topic and name, the key as uvarint(len+1) (0 for nil), the

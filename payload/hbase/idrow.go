@@ -26,8 +26,8 @@ const (
 	colIDMoveRec   = "rr" // record time of the latest reschedule
 	colIDMoveFail  = "rf" // record time of a reschedule failed for an unknown id
 	colIDCancelRec = "xr" // record time of the latest cancel by id alone
-	colIDReplacing = "p"  // latest replace's due time
-	colIDRepRec    = "pr" // its record time
+	colIDReplacing = "u"  // latest replace's due time (update)
+	colIDRepRec    = "ur" // its record time
 	colIDVersion   = "v"  // record time of the replace carried out (its row's VersionID)
 )
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,7 @@ const (
 	colValue    = "v"
 	colHeader   = "h"
 	colCancel   = "c"
+	colPastDue  = "p" // present when the task was due before it was submitted (payload.Task.PastDue)
 )
 
 const (
@@ -311,6 +313,9 @@ func (h *Store) mutation(ctx context.Context, t *payload.Task, now int64) (*hrpc
 	default:
 		cols = map[string][]byte{colEnvelope: payload.EncodeEnvelope(t)}
 	}
+	if t.PastDue && !t.Cancel {
+		cols[colPastDue] = []byte{1}
+	}
 	size := payload.RowKeyLen
 	for _, v := range cols {
 		size += len(v)
@@ -367,9 +372,18 @@ func (h *Store) send(ctx context.Context, calls []hrpc.Call) ([]hrpc.RPCResult, 
 
 // Scan calls fn for each row with from <= ExecAt < to, in (ExecAt, ID)
 // order: it scans every salt's range [s|from, s|to) and merges them.
-func (h *Store) Scan(ctx context.Context, from, to int64, fn func(payload.Task) error) (err error) {
-	from = max(from, 0)
-	if to <= from {
+func (h *Store) Scan(ctx context.Context, from, to int64, fn func(payload.Task) error) error {
+	return h.ScanFrom(ctx, payload.Ref{ExecAt: from}, to, fn)
+}
+
+// ScanFrom is Scan starting at the row from (included) instead of at a
+// time: every salt's range [s|from.ExecAt|from.ID, s|to), merged. A page
+// of a listing resumes there without reading the rows before it again.
+func (h *Store) ScanFrom(ctx context.Context, from payload.Ref, to int64, fn func(payload.Task) error) (err error) {
+	if from.ExecAt < 0 {
+		from = payload.Ref{}
+	}
+	if to <= from.ExecAt {
 		return nil
 	}
 	defer h.observe("scan", time.Now(), &err)
@@ -383,7 +397,8 @@ func (h *Store) Scan(ctx context.Context, from, to int64, fn func(payload.Task) 
 		}
 	}()
 	for s := range h.salts {
-		start, stop := payload.ScanRange(byte(s), from, to)
+		start, stop := payload.ScanRange(byte(s), from.ExecAt, to)
+		binary.BigEndian.PutUint64(start[9:], from.ID)
 		scan, err := hrpc.NewScanRange(ctx, h.table, start, stop, hrpc.RenewInterval(scanRenew))
 		if err != nil {
 			return fmt.Errorf("hbase: scan: %w", err)
@@ -501,6 +516,8 @@ func rowTask(ref payload.Ref, cells []*hrpc.Cell) (*payload.Task, error) {
 			t.Headers = hs
 		case colCancel:
 			t.Cancel, cancelName = true, string(v)
+		case colPastDue:
+			t.PastDue = true
 		}
 	}
 	if envelope != nil {

@@ -41,6 +41,8 @@ func Run(t *testing.T, newStore func(t *testing.T) payload.Store) {
 		{"IdempotentPut", testIdempotentPut},
 		{"ScanRange", testScanRange},
 		{"ScanStops", testScanStops},
+		{"ScanFrom", testScanFrom},
+		{"PastDue", testPastDue},
 		{"PastAndFarTasks", testPastAndFarTasks},
 		{"LargeBatch", testLargeBatch},
 		{"DenseGet", testDenseGet},
@@ -398,6 +400,89 @@ func testScanStops(t *testing.T, s payload.Store, w window) {
 	cancel()
 	if err := s.Scan(c, w.at(0), w.at(day), func(payload.Task) error { return nil }); err == nil {
 		t.Error("Scan with a cancelled context succeeded")
+	}
+}
+
+// testScanFrom: ScanFrom starts at a row, not a time: resumed after each
+// row it returns every row once, in order (how a listing pages).
+func testScanFrom(t *testing.T, s payload.Store, w window) {
+	sf, ok := s.(interface {
+		ScanFrom(ctx context.Context, from payload.Ref, to int64, fn func(payload.Task) error) error
+	})
+	if !ok {
+		t.Fatalf("%T has no ScanFrom", s)
+	}
+	var tasks []payload.Task
+	for i := range 40 { // 4 times, 10 ids each: rows of one time in many salts
+		name := fmt.Sprintf("from-%d", i)
+		tasks = append(tasks, payload.Task{ID: payload.TaskID(name), Name: name, Topic: "t", ExecAt: w.at(int64(i%4) * 1000)})
+	}
+	put(t, s, tasks...)
+	all := scan(t, s, w.at(0), w.at(day))
+	if len(all) != len(tasks) {
+		t.Fatalf("Scan returned %d rows, want %d", len(all), len(tasks))
+	}
+	// Pages of 3: each resumes at the row after the last one returned.
+	from := payload.Ref{ExecAt: w.at(0)}
+	var paged []payload.Task
+	for range len(tasks) {
+		var page []payload.Task
+		stop := errors.New("page full")
+		err := sf.ScanFrom(ctx(t), from, w.at(day), func(tk payload.Task) error {
+			page = append(page, tk)
+			if len(page) == 3 {
+				return stop
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, stop) {
+			t.Fatalf("ScanFrom(%v): %v", from, err)
+		}
+		paged = append(paged, page...)
+		if len(page) < 3 {
+			break
+		}
+		last := page[len(page)-1]
+		from = payload.Ref{ExecAt: last.ExecAt, ID: last.ID + 1}
+	}
+	if len(paged) != len(all) {
+		t.Fatalf("paging returned %d rows, want %d", len(paged), len(all))
+	}
+	for i := range all {
+		if paged[i].Ref() != all[i].Ref() {
+			t.Fatalf("page row %d = %v, want %v", i, paged[i].Ref(), all[i].Ref())
+		}
+	}
+	// The row from is included; the bound to is not.
+	var got []payload.Task
+	if err := sf.ScanFrom(ctx(t), all[5].Ref(), all[5].ExecAt+1, func(tk payload.Task) error {
+		got = append(got, tk)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := 10 - 5%10; len(got) != want || len(got) > 0 && got[0].Ref() != all[5].Ref() {
+		t.Errorf("ScanFrom(row 5, its time + 1ms) returned %d rows, want %d starting at %v", len(got), want, all[5].Ref())
+	}
+}
+
+// testPastDue: a task's PastDue mark survives Get and Scan; a cancel of it
+// stays a cancel.
+func testPastDue(t *testing.T, s payload.Store, w window) {
+	past, plain := task(w, 1), task(w, 2)
+	past.PastDue = true
+	put(t, s, past, plain)
+	got := get(t, s, past.Ref(), plain.Ref())
+	if got[0] == nil || !got[0].PastDue || got[1] == nil || got[1].PastDue {
+		t.Fatalf("Get: PastDue of the marked and plain task = %v, %v; want true, false", got[0], got[1])
+	}
+	scanned := scan(t, s, past.ExecAt, past.ExecAt+1)
+	if len(scanned) != 1 || !scanned[0].PastDue {
+		t.Fatalf("Scan of the marked task = %v, want it with PastDue", scanned)
+	}
+	put(t, s, cancelOf(past))
+	if c := get1(t, s, past.Ref()); c == nil || !c.Cancel {
+		t.Errorf("cancel of a past-due task: %v, want cancelled", c)
 	}
 }
 

@@ -30,7 +30,7 @@ type Store interface {
 	Scan(ctx context.Context, from, to int64, fn func(payload.Task) error) error
 }
 
-// Index tells whether a task is still pending in Redis (zset.Index).
+// Index tells whether a task is still pending in Redis (zset.Maintenance).
 type Index interface {
 	Pending(ctx context.Context, e zset.Entry) (bool, error)
 }

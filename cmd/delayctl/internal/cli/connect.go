@@ -134,9 +134,10 @@ func (g *globals) openRedis(ctx context.Context) (redis.UniversalClient, error) 
 	return rdb, nil
 }
 
-// openIndex returns the zset index on a reachable Redis; close the client
+// openIndex returns the maintenance role of the zset index (Backlog,
+// Pending, Key: what delayctl reads) on a reachable Redis; close the client
 // when done.
-func (g *globals) openIndex(ctx context.Context) (*zset.Index, redis.UniversalClient, error) {
+func (g *globals) openIndex(ctx context.Context) (*zset.Maintenance, redis.UniversalClient, error) {
 	rdb, err := g.openRedis(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -146,7 +147,7 @@ func (g *globals) openIndex(ctx context.Context) (*zset.Index, redis.UniversalCl
 		rdb.Close()
 		return nil, nil, err
 	}
-	return ix, rdb, nil
+	return ix.Maintenance(), rdb, nil
 }
 
 // openStore returns the HBase store once its ZooKeeper answers and a read

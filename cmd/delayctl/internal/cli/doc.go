@@ -1,7 +1,7 @@
 // Package cli is delayctl, the operator CLI of delayq, built on
 // spf13/cobra: the root command with the connection flags of
 // docs/ARCHITECTURE.md, "Interfaces", and the commands init, submit,
-// cancel, inspect, backlog and backfill (plus cobra's help and completion).
+// cancel, inspect, list, backlog and backfill (plus cobra's help and completion).
 //
 // Main runs one command line in-process with the given streams,
 // environment and clock, which is how cmd/delayctl and the tests call it.

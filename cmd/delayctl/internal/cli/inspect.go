@@ -42,6 +42,7 @@ func newInspect(sys *IO, g *globals) *cobra.Command {
 	var (
 		id     string
 		asJSON bool
+		api    apiFlag
 	)
 	at := &timeValue{now: sys.Now}
 	cmd := &cobra.Command{
@@ -49,7 +50,8 @@ func newInspect(sys *IO, g *globals) *cobra.Command {
 		Short: "Show a stored task and whether it is still pending",
 		Long: `inspect reads the task's row from HBase (topic, key, headers, payload size,
 cancelled or not) and asks Redis whether the task is still pending, that is
-not yet delivered. Without --at it looks the task's current due time up in
+not yet delivered; with --api (or DELAYQ_API) it asks delayd's HTTP API
+instead, which also answers in embedded mode. Without --at it looks the task's current due time up in
 its id row (tasks submitted since ids are tracked: cancel by id and
 reschedule) and reports its state: pending, cancelled or
 delivered-or-expired. It exits with 1 when there is no row.`,
@@ -62,14 +64,25 @@ delivered-or-expired. It exits with 1 when there is no row.`,
 				return err
 			}
 			ctx := cmd.Context()
+			if api.set() {
+				c, err := api.client(sys, g.timeout)
+				if err != nil {
+					return err
+				}
+				in, err := inspectAPI(ctx, c, id, at.ms(), cmd.Flags().Changed("at"))
+				if err != nil {
+					return err
+				}
+				return in.report(sys.Stdout, asJSON)
+			}
 			ix, rdb, err := g.openIndex(ctx)
 			if err != nil {
-				return err
+				return withAPIHint(err)
 			}
 			defer rdb.Close()
 			store, err := g.openStore(ctx)
 			if err != nil {
-				return err
+				return withAPIHint(err)
 			}
 			defer store.Close()
 
@@ -110,25 +123,31 @@ delivered-or-expired. It exits with 1 when there is no row.`,
 					in.Headers = append(in.Headers, header{Key: h.Key, Value: string(h.Value)})
 				}
 			}
-			if asJSON {
-				enc := json.NewEncoder(sys.Stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(in); err != nil {
-					return err
-				}
-			} else {
-				in.print(sys.Stdout)
-			}
-			if !in.Stored {
-				return fmt.Errorf("no row for id %q due %s in table %s", id, in.Due, g.table)
-			}
-			return nil
+			return in.report(sys.Stdout, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
 	cmd.Flags().Var(at, "at", "the task's due time (default: its current one, from its id row): "+timeHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	api.register(cmd)
 	return cmd
+}
+
+// report prints in; a task without a row is an error.
+func (in inspection) report(w io.Writer, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(in); err != nil {
+			return err
+		}
+	} else {
+		in.print(w)
+	}
+	if !in.Stored {
+		return fmt.Errorf("no row for id %q due %s in table %s", in.ID, in.Due, in.Table)
+	}
+	return nil
 }
 
 func (in inspection) print(w io.Writer) {
@@ -138,7 +157,11 @@ func (in inspection) print(w io.Writer) {
 	if in.State != "" {
 		line("state", "%s", in.State)
 	}
-	line("row", "%s in table %s", in.RowKey, in.Table)
+	if in.RowKey == "" {
+		line("row", "%s", in.Table)
+	} else {
+		line("row", "%s in table %s", in.RowKey, in.Table)
+	}
 	if !in.Stored {
 		line("stored", "no")
 	} else {
@@ -165,7 +188,11 @@ func (in inspection) print(w io.Writer) {
 		line("payload", "%d bytes", in.Payload)
 		line("cancelled", "%s", yesNo(in.Cancelled))
 	}
-	line("pending", "%s (redis zset %s)", yesNo(in.Pending), in.Zset)
+	if in.Zset == "" {
+		line("pending", "%s", yesNo(in.Pending))
+	} else {
+		line("pending", "%s (redis zset %s)", yesNo(in.Pending), in.Zset)
+	}
 }
 
 func yesNo(b bool) string {

@@ -300,9 +300,13 @@ func TestTaskCommands(t *testing.T) {
 func (s *stack) ingest(ctx context.Context, input, slow, failed string) func() {
 	s.t.Helper()
 	w := producer.New(producer.Config{Brokers: s.brokers})
+	ix := s.index()
 	in, err := ingest.New(ingest.Config{
 		Brokers: s.brokers, GroupID: "dqtest-ctl-" + s.suffix, Input: input, Slow: slow, Failed: failed,
-	}, s.store(), s.index(), w)
+	}, s.store(), struct {
+		*zset.Writer
+		*zset.OpFlags
+	}{ix.Writer(), ix.OpFlags()}, w)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -372,7 +376,7 @@ func TestBackfill(t *testing.T) {
 	if err := s.store().Put(t.Context(), tasks); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.index().Add(t.Context(), time.Now(), entries); err != nil {
+	if err := s.index().Writer().Add(t.Context(), time.Now(), entries); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("stored %d rows and %d entries in %v", len(tasks), len(entries), time.Since(start))

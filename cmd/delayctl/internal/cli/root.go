@@ -133,6 +133,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 		Example: `  delayctl init
   delayctl submit --topic orders --after 10m --key order-42 'hello'
   delayctl inspect --id reminder-42 --at 2030-01-02T15:04:05Z
+  delayctl list --topic orders --from now --to +1h
   delayctl backlog --by day
   DELAYQ_BROKERS=kafka-1:9092 delayctl backfill --from -2h --to now --skip-pending
   source <(delayctl completion bash)`,
@@ -176,6 +177,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 130 interrupted.`,
 		newReschedule(io, g),
 		newReplace(io, g),
 		newInspect(io, g),
+		newList(io, g),
 		newBacklog(io, g),
 		newBackfill(io, g),
 		newReplay(io, g),

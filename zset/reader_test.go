@@ -1,0 +1,202 @@
+package zset
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2/server"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestDueKeysAndDue(t *testing.T) {
+	ctx := context.Background()
+	ix, _, c := newTestIndex(t, Config{Shards: 8})
+	now := t0
+	var entries []Entry
+	for i := range 40 {
+		entries = append(entries, Entry{ID: uint64(1000 + i), ExecAt: ms(t0) + int64(i)*1000}) // 14:59:00..14:59:39
+	}
+	later := Entry{ID: 7, ExecAt: ms(t0.Add(5 * time.Minute))}
+	entries = append(entries, later)
+	if err := ix.Writer().Add(ctx, now, entries); err != nil {
+		t.Fatal(err)
+	}
+
+	until := ms(t0) + 9_000 // ids 1000..1009 are due
+	keys, err := ix.Reader().DueKeys(ctx, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKeys := map[string]bool{}
+	for _, e := range entries[:10] {
+		wantKeys[ix.Key(e)] = true
+	}
+	if len(keys) != len(wantKeys) {
+		t.Fatalf("DueKeys = %v, want the %d keys of %v", keys, len(wantKeys), wantKeys)
+	}
+	for _, k := range keys {
+		if !wantKeys[k] {
+			t.Fatalf("DueKeys returned %s, which holds nothing due", k)
+		}
+	}
+	if !slices.IsSorted(keys) {
+		t.Fatalf("DueKeys not ordered: %v", keys)
+	}
+
+	// Due across all keys returns exactly the due entries, lowest score first.
+	var got []Entry
+	for _, k := range keys {
+		es, err := ix.Reader().Due(ctx, k, until, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.IsSortedFunc(es, func(a, b Entry) int { return int(a.ExecAt - b.ExecAt) }) {
+			t.Fatalf("Due(%s) not ordered by score: %v", k, es)
+		}
+		got = append(got, es...)
+	}
+	slices.SortFunc(got, func(a, b Entry) int { return int(a.ExecAt - b.ExecAt) })
+	if !slices.Equal(got, entries[:10]) {
+		t.Fatalf("Due = %v, want %v", got, entries[:10])
+	}
+
+	// The segment of `later` starts after until: not listed at all.
+	keys, err = ix.Reader().DueKeys(ctx, ms(t0.Add(5*time.Minute))-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(keys, ix.Key(later)) {
+		t.Fatalf("DueKeys lists %s before its segment starts", ix.Key(later))
+	}
+	keys, _ = ix.Reader().DueKeys(ctx, later.ExecAt)
+	if !slices.Contains(keys, ix.Key(later)) {
+		t.Fatalf("DueKeys(%d) = %v, misses %s", later.ExecAt, keys, ix.Key(later))
+	}
+
+	// LIMIT.
+	one := Entry{ID: 1, ExecAt: ms(t0.Add(time.Hour))}
+	key := ix.Key(one)
+	for i := range 5 {
+		c.ZAdd(ctx, key, redis.Z{Score: float64(one.ExecAt + int64(i)), Member: strconv.Itoa(i + 1)})
+	}
+	es, err := ix.Reader().Due(ctx, key, one.ExecAt+10, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{{1, one.ExecAt}, {2, one.ExecAt + 1}, {3, one.ExecAt + 2}}
+	if !slices.Equal(es, want) {
+		t.Fatalf("Due limit 3 = %v, want %v", es, want)
+	}
+}
+
+func TestDueMemberForms(t *testing.T) {
+	ctx := context.Background()
+	const key = "delayq:202501311459:0"
+	t.Run("both forms", func(t *testing.T) {
+		ix, _, c := newTestIndex(t, Config{})
+		c.ZAdd(ctx, key,
+			redis.Z{Score: 10, Member: "5"},
+			redis.Z{Score: 20, Member: "5@20"},
+			redis.Z{Score: 20, Member: "6"},
+			redis.Z{Score: 30, Member: "6@30"},
+			redis.Z{Score: 30, Member: "6"[:1] + "@30"}, // the same member
+		)
+		got, err := ix.Reader().Due(ctx, key, 100, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Entry{{5, 10}, {5, 20}, {6, 20}, {6, 30}}
+		if !slices.Equal(got, want) {
+			t.Fatalf("Due = %v, want %v", got, want)
+		}
+	})
+	// Both forms of one task (see the package doc) read as one entry.
+	t.Run("duplicate forms", func(t *testing.T) {
+		ix, _, c := newTestIndex(t, Config{})
+		c.ZAdd(ctx, key, redis.Z{Score: 20, Member: "5"}, redis.Z{Score: 20, Member: "5@20"}, redis.Z{Score: 20, Member: "51"})
+		got, err := ix.Reader().Due(ctx, key, 100, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []Entry{{5, 20}, {51, 20}}; !slices.Equal(got, want) {
+			t.Fatalf("Due = %v, want %v", got, want)
+		}
+		// A limit that the second form would fill: still two entries.
+		if got, err := ix.Reader().Due(ctx, key, 100, 2); err != nil || !slices.Equal(got, []Entry{{5, 20}, {51, 20}}) {
+			t.Fatalf("Due limit 2 = %v, %v; want both tasks", got, err)
+		}
+		if got, err := ix.Reader().Due(ctx, key, 100, 1); err != nil || !slices.Equal(got, []Entry{{5, 20}}) {
+			t.Fatalf("Due limit 1 = %v, %v; want the first task", got, err)
+		}
+		if err := ix.Reader().Remove(ctx, key, got[:1]); err != nil {
+			t.Fatal(err)
+		}
+		if left := members(t, c, key); !maps.Equal(left, map[string]float64{"51": 20}) {
+			t.Fatalf("Remove left %v, want only 51", left)
+		}
+	})
+	for _, member := range []string{"not-a-number", "-1", "5@", "5@x", "5@11", "@10", "5@10@10", ""} {
+		t.Run("bad "+member, func(t *testing.T) {
+			ix, _, c := newTestIndex(t, Config{})
+			c.ZAdd(ctx, key, redis.Z{Score: 10, Member: member})
+			if _, err := ix.Reader().Due(ctx, key, 10, 10); !errors.Is(err, ErrBadMember) {
+				t.Fatalf("Due over %q = %v, want ErrBadMember", member, err)
+			}
+		})
+	}
+}
+
+func TestRemove(t *testing.T) {
+	ctx := context.Background()
+	ix, m, c := newTestIndex(t, Config{Shards: 1, Fill: 1 << 20})
+	var entries []Entry
+	for i := range MaxArgs + 10 {
+		entries = append(entries, Entry{ID: uint64(i + 1), ExecAt: ms(t0.Add(time.Minute))})
+	}
+	if err := ix.Writer().Add(ctx, t0, entries); err != nil {
+		t.Fatal(err)
+	}
+	key := ix.Key(entries[0])
+	var scripts []int // argument count of every script run
+	m.Server().SetPreHook(func(_ *server.Peer, cmd string, args ...string) bool {
+		if cmd == "EVAL" || cmd == "EVALSHA" {
+			scripts = append(scripts, len(args)-3) // script, numkeys, key
+		}
+		return false
+	})
+	if err := removeScript.Load(ctx, c).Err(); err != nil { // count EVALSHAs only
+		t.Fatal(err)
+	}
+	// Remove all but the last 3, plus one id that is not there.
+	rm := append(slices.Clone(entries[:len(entries)-3]), Entry{ID: 999_999})
+	if err := ix.Reader().Remove(ctx, key, rm); err != nil {
+		t.Fatal(err)
+	}
+	got := members(t, c, key)
+	if len(got) != 3 {
+		t.Fatalf("after Remove %s holds %v, want the last 3", key, got)
+	}
+	for _, e := range entries[len(entries)-3:] {
+		if _, ok := got[strconv.FormatUint(e.ID, 10)]; !ok {
+			t.Fatalf("Remove deleted %d, which it was not given", e.ID)
+		}
+	}
+	// (MaxArgs+7) entries: three scripts, none with more than MaxArgs
+	// arguments (their unpack() stays under Lua's limit).
+	if len(scripts) != 3 {
+		t.Fatalf("Remove ran %d scripts, want 3", len(scripts))
+	}
+	for _, n := range scripts {
+		if n > MaxArgs {
+			t.Fatalf("a script carried %d arguments, cap is %d", n, MaxArgs)
+		}
+	}
+	if err := ix.Reader().Remove(ctx, key, nil); err != nil {
+		t.Fatal(err)
+	}
+}
