@@ -285,9 +285,8 @@ func (c *Client) CancelByID(ctx context.Context, id string) error {
 // delayq applies it asynchronously and sends it to delay-failed, with a
 // delay-error reason, when it cannot apply: the id is cancelled, already
 // due, or unknown (no task of that id submitted within ingest's
-// RescheduleGrace, 30 s by default, after the request is stored when
-// ingest reads it that old). It never moves a task submitted that long
-// after it. Reschedules of one id go to one partition, in order; the last
+// RescheduleGrace, 30 s by default, after the request: reported when that
+// grace ends). It never moves a task submitted that long after it. Reschedules of one id go to one partition, in order; the last
 // one wins.
 func (c *Client) Reschedule(ctx context.Context, id string, at time.Time) error {
 	err := checkOpID(id, payload.OpReschedule)
@@ -298,6 +297,38 @@ func (c *Client) Reschedule(ctx context.Context, id string, at time.Time) error 
 		return err
 	}
 	return c.sendOp(ctx, payload.OpReschedule, id, at)
+}
+
+// Replace stores t in place of the task with the id t.ID (required): new
+// value, key, headers and due time, under the same id. The old task is
+// never delivered and the new one is delivered once, whichever of the two
+// delayq reads first: a replace supersedes every task of its id recorded
+// before it (by record timestamp), and a later reschedule moves the new
+// task. A replace of an id with no task stored acts as a submit; one of an
+// id cancelled by id alone (CancelByID) goes to delay-failed with the
+// reason. t must not recur (Every, Cron, …): cancel the id and submit a
+// series under a new one. Like Submit, it returns once the brokers have
+// the message; the Receipt's At is the new due time.
+func (c *Client) Replace(ctx context.Context, t Task) (Receipt, error) {
+	err := checkOpID(t.ID, payload.OpReplace)
+	recurs := slices.ContainsFunc(t.Headers, func(h kafka.Header) bool {
+		return h.Key == payload.HeaderEvery || h.Key == payload.HeaderCron
+	})
+	if err == nil && (recurs || t.Every != 0 || t.Cron != "" || t.TZ != "" || !t.Until.IsZero() || t.Count != 0) {
+		err = invalid([]string{"a replace stores a single task: no Every, Cron, TZ, Until or Count"})
+	}
+	if err != nil {
+		return Receipt{}, err
+	}
+	m, r, err := c.Message(t)
+	if err != nil {
+		return Receipt{}, err
+	}
+	m.Headers = append(m.Headers, kafka.Header{Key: payload.HeaderOp, Value: []byte(payload.OpReplace)})
+	if err := c.Send(ctx, m); err != nil {
+		return Receipt{}, fmt.Errorf("delayq: replace %s to %s: %w", r.ID, r.Input, err)
+	}
+	return r, nil
 }
 
 // sendOp writes the op (cancel or reschedule) of id to the input topic,

@@ -292,6 +292,41 @@ func TestCancelByIDAndRescheduleWire(t *testing.T) {
 	}
 }
 
+func TestReplaceWire(t *testing.T) {
+	f := newFake(t, Config{})
+	at := testNow.Add(2 * time.Hour)
+	r, err := f.c.Replace(t.Context(), Task{ID: "order-9", Topic: "orders", At: at, Key: []byte("k"), Value: []byte("v2"),
+		Headers: []kafka.Header{{Key: "x", Value: []byte("y")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ID != "order-9" || r.At.UnixMilli() != at.UnixMilli() || r.Input != topics.Slow {
+		t.Errorf("receipt %+v, want order-9 at %v on %s", r, at, topics.Slow)
+	}
+	got, err := payload.Decode(f.read(t, topics.Slow, 0), testNow, payload.DecodeConfig{})
+	if err != nil {
+		t.Fatalf("Decode rejects the replace: %v", err)
+	}
+	want := payload.Task{ID: payload.TaskID("order-9"), Name: "order-9", Topic: "orders", ExecAt: at.UnixMilli(),
+		Key: []byte("k"), Value: []byte("v2"), Headers: []kafka.Header{{Key: "x", Value: []byte("y")}}}
+	if err := sameTask(got, want); err != nil {
+		t.Error(err)
+	}
+	if got.Control != payload.ControlReplace {
+		t.Errorf("control %d, want ControlReplace", got.Control)
+	}
+	for _, task := range []Task{
+		{Topic: "orders", At: at},
+		{ID: "x", Topic: "orders", At: at, Every: time.Hour, Count: 2},
+		{ID: "x", Topic: "orders", At: at, Headers: []kafka.Header{{Key: payload.HeaderCron, Value: []byte("@daily")}}},
+		{ID: "x", At: at},
+	} {
+		if _, err := f.c.Replace(t.Context(), task); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Replace(%+v) = %v, want ErrInvalid", task, err)
+		}
+	}
+}
+
 func TestInvalid(t *testing.T) {
 	f := newFake(t, Config{})
 	long := strings.Repeat("x", payload.MaxNameLen+1)

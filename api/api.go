@@ -102,6 +102,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /v1/tasks", s.op("submit", s.submit))
 	mux.Handle("GET /v1/tasks/{id}", s.op("get", s.get))
 	mux.Handle("PATCH /v1/tasks/{id}", s.op("reschedule", s.reschedule))
+	mux.Handle("PUT /v1/tasks/{id}", s.op("replace", s.replace))
 	mux.Handle("DELETE /v1/tasks/{id}", s.op("cancel", s.cancel))
 	mux.Handle("GET /v1/tasks", s.op("list", s.list))
 	mux.Handle("POST /v1/tasks:batch", s.opLimit("batch", s.cfg.MaxBatchBody, s.batch))
@@ -264,14 +265,15 @@ type taskAnswer struct {
 	At    string `json:"at,omitempty"`
 	AtMs  int64  `json:"at_ms,omitempty"`
 	Input string `json:"input,omitempty"`
-	Rule  string `json:"rule,omitempty"` // PATCH, DELETE: what the op does to an id with no task yet
+	Rule  string `json:"rule,omitempty"` // PATCH, PUT, DELETE: what the op does to an id with no task yet
 }
 
 // The rules of ops by id for an id with no stored task (taskstate's doc,
 // "Unknown ids"), as the 202 answers state them.
 const (
-	ruleReschedule = "a reschedule moves only a task of this id submitted less than the reschedule grace (30 s by default) after it; one that finds no such task goes to delay-failed (or, while younger than that, waits for it) and moves no task submitted later"
+	ruleReschedule = "a reschedule moves only a task of this id submitted less than the reschedule grace (30 s by default) after it; one that finds no such task goes to delay-failed when that grace ends and moves no task submitted later"
 	ruleCancel     = "a cancel by id alone is kept: this id stays cancelled for --max-delay + --retention, so a task submitted with it in that time is never delivered"
+	ruleReplace    = "a replace stores this task in place of every task of this id recorded before it, in either arrival order: the old one is never delivered, this one once; with no task of this id stored it acts as a submit; an id cancelled by id alone refuses it (delay-failed)"
 )
 
 func answer(id string, at time.Time) taskAnswer {
@@ -293,6 +295,38 @@ func (s *Server) submit(_ http.ResponseWriter, r *http.Request) (int, any, error
 	a := answer(rcpt.ID, rcpt.At)
 	a.Input = rcpt.Input
 	return http.StatusCreated, a, nil
+}
+
+// replace is PUT /v1/tasks/{id}: the body of a submit (its "id", if
+// given, the path's), sent with delay-op: replace.
+func (s *Server) replace(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	id := r.PathValue("id")
+	var req taskRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.ID != "" && req.ID != id {
+		return 0, nil, fail(http.StatusBadRequest, `"id" %q is not the path's %q (leave it out)`, req.ID, id)
+	}
+	req.ID = id
+	t, err := req.task()
+	if err != nil {
+		return 0, nil, err
+	}
+	m, rcpt, err := s.c.Message(t)
+	if err != nil {
+		return 0, nil, fail(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), delayq.ErrInvalid.Error()+": "))
+	}
+	m.Headers = append(m.Headers, kafka.Header{Key: payload.HeaderOp, Value: []byte(payload.OpReplace)})
+	if _, err := payload.Decode(m, s.now(), s.cfg.Decode); err != nil {
+		return 0, nil, fail(http.StatusBadRequest, "%v", err)
+	}
+	if err := s.write(r.Context(), func(ctx context.Context) error { return s.c.Send(ctx, m) }); err != nil {
+		return 0, nil, err
+	}
+	a := answer(rcpt.ID, rcpt.At)
+	a.State, a.Input, a.Rule = "replace requested", rcpt.Input, ruleReplace
+	return http.StatusAccepted, a, nil
 }
 
 // task turns the request into a client Task.

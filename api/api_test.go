@@ -250,8 +250,36 @@ func TestCancelRescheduleGet(t *testing.T) {
 	if code, out := do(t, srv, "GET", "/v1/tasks/broken", ""); code != 503 {
 		t.Errorf("GET with the store down: %d %v, want 503", code, out)
 	}
-	if code, out := do(t, srv, "PUT", "/v1/tasks/p", `{}`); code != 405 && code != 404 {
-		t.Errorf("PUT: %d %v, want 405", code, out)
+	if code, out := do(t, srv, "POST", "/v1/tasks/p", `{}`); code != 405 && code != 404 {
+		t.Errorf("POST to a task: %d %v, want 405", code, out)
+	}
+}
+
+func TestReplace(t *testing.T) {
+	srv, f := newServer(t, Config{}, fakeStates{})
+	code, out := do(t, srv, "PUT", "/v1/tasks/r-1", `{"topic":"orders","after":"10m","value":"v2","headers":{"x":"y"}}`)
+	if code != http.StatusAccepted || out["id"] != "r-1" || out["state"] != "replace requested" ||
+		!strings.Contains(fmt.Sprint(out["rule"]), "acts as a submit") {
+		t.Fatalf("PUT: %d %v", code, out)
+	}
+	if len(f.sent) != 1 {
+		t.Fatalf("%d messages written, want 1", len(f.sent))
+	}
+	got, err := payload.Decode(f.sent[0], time.Now(), payload.DecodeConfig{})
+	if err != nil || got.Control != payload.ControlReplace || got.Name != "r-1" || string(got.Value) != "v2" || got.Topic != "orders" {
+		t.Fatalf("written %+v, %v; want a replace of r-1 with value v2", got, err)
+	}
+	for body, reason := range map[string]string{
+		`{"after":"1m"}`: `"topic" is required`,
+		`{"topic":"o","id":"other","after":"1m"}`:           `is not the path's`,
+		`{"topic":"o","after":"1m","every":"1h","count":2}`: "not with delay-op replace",
+	} {
+		if code, out := do(t, srv, "PUT", "/v1/tasks/r-2", body); code != 400 || !strings.Contains(out["error"].(string), reason) {
+			t.Errorf("PUT %s: %d %v, want 400 %q", body, code, out, reason)
+		}
+	}
+	if len(f.sent) != 1 {
+		t.Errorf("%d messages written, want only the valid one", len(f.sent))
 	}
 }
 
@@ -483,7 +511,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	slices.Sort(documented)
-	served := []string{"DELETE /v1/tasks/{id}", "GET /v1/openapi.yaml", "GET /v1/tasks", "GET /v1/tasks/{id}", "PATCH /v1/tasks/{id}", "POST /v1/tasks", "POST /v1/tasks:batch"}
+	served := []string{"DELETE /v1/tasks/{id}", "GET /v1/openapi.yaml", "GET /v1/tasks", "GET /v1/tasks/{id}", "PATCH /v1/tasks/{id}", "POST /v1/tasks", "POST /v1/tasks:batch", "PUT /v1/tasks/{id}"}
 	served = append(served, topicRoutes...)
 	slices.Sort(served)
 	if !slices.Equal(documented, served) {

@@ -54,7 +54,8 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 		recorded = append(recorded, m.Time)
 	}
 
-	refused, err := in.store(ctx, tasks, recorded)
+	failedOf := func(i int, reason string) kafka.Message { return in.failedMessage(msgs[src[i]], reason) }
+	refused, err := in.store(ctx, tasks, recorded, failedOf)
 	if err != nil {
 		return fmt.Errorf("ingest: store %d tasks: %w", len(tasks), err)
 	}
@@ -72,7 +73,7 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 			out.cancels++
 		case t.Control == payload.ControlReschedule:
 			out.reschedules++
-		default:
+		default: // a submit or a replace
 			out.accepted++
 		}
 	}
@@ -96,14 +97,16 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 // (lifecycle.go), then indexes the submits that stay at their own due
 // time and the moved ones, in taskstate's order. It returns the tasks
 // refused for good, by index in tasks, or an error when ctx ended first.
-// recorded[i] is the record timestamp of tasks[i].
-func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []time.Time) (map[int]refusal, error) {
+// recorded[i] is the record timestamp of tasks[i]; failedOf(i, reason) is
+// its failed-topic message (for the plan's check rows).
+func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []time.Time,
+	failedOf func(i int, reason string) kafka.Message) (map[int]refusal, error) {
 	refused := map[int]refusal{}
 	rows := make([]payload.Task, 0, len(tasks))
 	rowIdx := make([]int, 0, len(tasks)) // rowIdx[j] = index in tasks of rows[j]
 	for i, t := range tasks {
-		if t.Control == payload.ControlNone {
-			rows = append(rows, t)
+		if t.Control == payload.ControlNone || t.Control == payload.ControlReplace {
+			rows = append(rows, row(t, recorded[i]))
 			rowIdx = append(rowIdx, i)
 		}
 	}
@@ -117,16 +120,23 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 	if err != nil {
 		return nil, err
 	}
-	if len(p.Copies) > 0 {
-		cp := copies(p, tasks, moved)
+	if len(p.Copies)+len(p.Checks) > 0 {
+		cp, origin := copies(p, tasks, moved), make([]int, 0, len(p.Copies)+len(p.Checks))
+		for _, c := range p.Copies {
+			origin = append(origin, c.Origin)
+		}
+		for _, c := range p.Checks {
+			cp = append(cp, in.checkRow(c, tasks[c.Op], failedOf))
+			origin = append(origin, c.Op)
+		}
 		err := in.narrow(ctx, opPut, len(cp), storeRefused,
 			func(ctx context.Context, lo, hi int) error { return in.st.Put(ctx, cp[lo:hi]) },
-			func(j int, err error) { refused[p.Copies[j].Origin] = refusal{ReasonStore, "store: " + err.Error()} })
+			func(j int, err error) { refused[origin[j]] = refusal{ReasonStore, "store: " + err.Error()} })
 		if err != nil {
 			return nil, fmt.Errorf("put moved: %w", err)
 		}
 	}
-	if err := in.index(ctx, tasks, p, refused); err != nil {
+	if err := in.index(ctx, tasks, recorded, p, refused); err != nil {
 		return nil, err
 	}
 	if err := in.finish(ctx, p); err != nil {
@@ -135,13 +145,14 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 	return refused, nil
 }
 
-// index adds the entries of the submits that stay at their own due time
-// and of the plan's copies, unless refused.
-func (in *Ingester) index(ctx context.Context, tasks []payload.Task, p *taskstate.Plan, refused map[int]refusal) error {
+// index adds the entries of the submits and replaces that stay at their
+// own due time and of the plan's copies, unless refused.
+func (in *Ingester) index(ctx context.Context, tasks []payload.Task, recorded []time.Time, p *taskstate.Plan, refused map[int]refusal) error {
 	entries := make([]zset.Entry, 0, len(tasks)+len(p.Copies))
 	idx := make([]int, 0, cap(entries)) // idx[j] = index in tasks of entries[j]
 	for i, t := range tasks {
-		if _, ok := refused[i]; !ok && !t.Cancel && t.Control == payload.ControlNone && !p.Skip[i] {
+		_, no := refused[i]
+		if t = row(t, recorded[i]); !no && !t.Cancel && t.Control == payload.ControlNone && !p.Skip[i] {
 			entries = append(entries, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
 			idx = append(idx, i)
 		}
@@ -150,6 +161,12 @@ func (in *Ingester) index(ctx context.Context, tasks []payload.Task, p *taskstat
 		if _, ok := refused[c.Origin]; !ok {
 			entries = append(entries, zset.Entry{ID: c.ID, ExecAt: c.To})
 			idx = append(idx, c.Origin)
+		}
+	}
+	for _, c := range p.Checks {
+		if _, ok := refused[c.Op]; !ok {
+			entries = append(entries, zset.Entry{ID: c.ID, ExecAt: c.At})
+			idx = append(idx, c.Op)
 		}
 	}
 	err := in.narrow(ctx, opAdd, len(entries), indexRefused,

@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/taskstate"
@@ -37,6 +39,16 @@ func opFlagTTL(maxDelay, retention time.Duration) time.Duration {
 	return ttl
 }
 
+// row returns the task row a message writes: a submit's (and a cancel
+// by id and due time's marker) under its ID, a replace's under its
+// VersionID (taskstate's doc, "Replace").
+func row(t payload.Task, recorded time.Time) payload.Task {
+	if t.Control == payload.ControlReplace {
+		t.ID, t.Control = taskstate.VersionID(t.ID, recorded.UnixMilli()), payload.ControlNone
+	}
+	return t
+}
+
 // ops returns the batch's tasks as the rules see them.
 func ops(tasks []payload.Task, recorded []time.Time) []taskstate.Op {
 	out := make([]taskstate.Op, len(tasks))
@@ -49,6 +61,8 @@ func ops(tasks []payload.Task, recorded []time.Time) []taskstate.Op {
 			o.Kind = taskstate.CancelID
 		case t.Control == payload.ControlReschedule:
 			o.Kind = taskstate.Reschedule
+		case t.Control == payload.ControlReplace:
+			o.Kind = taskstate.Replace
 		}
 		out[i] = o
 	}
@@ -142,7 +156,7 @@ func (in *Ingester) settle(ctx context.Context, policy retry.Policy, p *taskstat
 	}
 	refs := make([]payload.Ref, 0, 2*len(p.Moves))
 	for _, m := range p.Moves {
-		refs = append(refs, payload.Ref{ID: m.ID, ExecAt: m.From}, payload.Ref{ID: m.ID, ExecAt: m.To})
+		refs = append(refs, payload.Ref{ID: m.Row, ExecAt: m.From}, payload.Ref{ID: m.Row, ExecAt: m.To})
 	}
 	var got []*payload.Task
 	if err := in.stage.Do(ctx, opGet, policy, func(ctx context.Context) (err error) {
@@ -193,8 +207,16 @@ func (in *Ingester) finish(ctx context.Context, p *taskstate.Plan) error {
 	return nil
 }
 
+// checkRow is the row of check c of reschedule t: its failed-topic
+// message, with the reason it fails for if no task marks the row first
+// (payload.IsCheck).
+func (in *Ingester) checkRow(c taskstate.Check, t payload.Task, failedOf func(int, string) kafka.Message) payload.Task {
+	m := failedOf(c.Op, taskstate.UnknownReason(t.Name, in.cfg.RescheduleGrace, 0))
+	return payload.Task{ID: c.ID, Name: t.Name, ExecAt: c.At, Key: m.Key, Value: m.Value, Headers: m.Headers}
+}
+
 // copies returns the task rows of the plan's copies: the batch's task, or
-// the stored row, at its new due time.
+// the stored row, at its new due time (in the row of Copy.ID).
 func copies(p *taskstate.Plan, tasks []payload.Task, rows map[payload.Ref]*payload.Task) []payload.Task {
 	out := make([]payload.Task, len(p.Copies))
 	for j, c := range p.Copies {
@@ -204,7 +226,7 @@ func copies(p *taskstate.Plan, tasks []payload.Task, rows map[payload.Ref]*paylo
 		} else {
 			t = *rows[payload.Ref{ID: c.ID, ExecAt: c.Row}]
 		}
-		t.ExecAt, t.Cancel, t.Control, t.PastDue = c.To, false, payload.ControlNone, false
+		t.ID, t.ExecAt, t.Cancel, t.Control, t.PastDue = c.ID, c.To, false, payload.ControlNone, false
 		out[j] = t
 	}
 	return out

@@ -97,6 +97,11 @@ func (f *lifecycleFixture) reschedule(id string, sec int) kafka.Message {
 	return msg(1, f.off, payload.HeaderOp, payload.OpReschedule, payload.HeaderID, id, payload.HeaderAt, lcAt(sec))
 }
 
+func (f *lifecycleFixture) replace(id string, sec int) kafka.Message {
+	f.off++
+	return msg(1, f.off, payload.HeaderOp, payload.OpReplace, payload.HeaderTopic, "biz", payload.HeaderID, id, payload.HeaderAt, lcAt(sec))
+}
+
 func (f *lifecycleFixture) handle(t *testing.T, msgs ...kafka.Message) {
 	t.Helper()
 	if err := f.in.handle(t.Context(), msgs, time.Now()); err != nil {
@@ -120,7 +125,10 @@ func (f *lifecycleFixture) live(t *testing.T) map[string][]int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := rows[0]; r != nil && !r.Cancel {
+		switch r := rows[0]; {
+		case r != nil && !r.Cancel && payload.IsCheck(*r):
+			out["check:"+r.Name] = nil // a reschedule's check row, due after its grace: it fails then
+		case r != nil && !r.Cancel:
 			out[r.Name] = append(out[r.Name], e.ExecAt)
 		}
 	}
@@ -208,6 +216,37 @@ func TestLifecycleOps(t *testing.T) {
 			live: map[string][]int64{"a": {ms(30)}},
 		},
 		{
+			name: "replace after the task",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10)}, {f.replace("a", 20)}}
+			},
+			live:       map[string][]int64{"a": {ms(20)}},
+			wantPhases: map[string]payload.Phase{"a": payload.PhasePending},
+		},
+		{
+			name: "replace at the same time before the task, read again after it",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				r := f.replace("a", 10)
+				return [][]kafka.Message{{r}, {f.submit("a", 10)}, {r}}
+			},
+			live: map[string][]int64{"a": {ms(10)}},
+		},
+		{
+			name: "replace then reschedule in one batch",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10)}, {f.replace("a", 20), f.reschedule("a", 30)}}
+			},
+			live: map[string][]int64{"a": {ms(30)}},
+		},
+		{
+			name: "replace of an id cancelled by id",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10)}, {f.cancelID("a")}, {f.replace("a", 20)}}
+			},
+			live:   map[string][]int64{},
+			failed: map[string]string{"a": `replace: delay-id "a" is cancelled by id`},
+		},
+		{
 			// The reschedule is young when handled and waits; the task is
 			// recorded more than the grace after it: it stays.
 			name: "reschedule of an id whose task comes after the grace",
@@ -217,7 +256,9 @@ func TestLifecycleOps(t *testing.T) {
 				s.Time = r.Time.Add(2 * lcGrace)
 				return [][]kafka.Message{{r}, {s}}
 			},
-			live: map[string][]int64{"a": {ms(10)}},
+			// The reschedule waits; its check row fails it when its grace
+			// ends, and its task, recorded after that, stays.
+			live: map[string][]int64{"a": {ms(10)}, "check:a": nil},
 		},
 		{
 			name: "reschedule read again after it failed, its task in between",
@@ -383,5 +424,28 @@ func TestOpFlagTTL(t *testing.T) {
 		if got := opFlagTTL(tt.maxDelay, tt.retention); got != tt.want {
 			t.Errorf("opFlagTTL(%v, %v) = %v, want %v", tt.maxDelay, tt.retention, got, tt.want)
 		}
+	}
+}
+
+// TestReplaceKeepsItsContent: a replace due at its task's time, read
+// before the task, is what is delivered, not the late task's value.
+func TestReplaceKeepsItsContent(t *testing.T) {
+	f := newLifecycleFixture(t, true)
+	r, s := f.replace("a", 10), f.submit("a", 10)
+	f.handle(t, r)
+	f.handle(t, s)
+	_, entries := f.ix.snapshot()
+	var values []string
+	for _, e := range entries {
+		rows, err := f.st.Get(t.Context(), []payload.Ref{{ID: e.ID, ExecAt: e.ExecAt}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows[0] != nil && !rows[0].Cancel {
+			values = append(values, string(rows[0].Value))
+		}
+	}
+	if len(values) != 1 || values[0] != string(r.Value) {
+		t.Errorf("deliverable values %q, want only the replace's %q", values, r.Value)
 	}
 }

@@ -92,11 +92,13 @@ func violation(format string, args ...any) error {
 // producer that set none; kafka-go sends 0 for a zero Message.Time) is
 // refused rather than timed by this process's clock, which would make a
 // re-read a second task; delay-id is optional, 1..128 bytes; delay-op is
-// absent, "cancel" or "reschedule"; a cancel needs delay-id and takes
+// absent, "cancel", "reschedule" or "replace"; a cancel needs delay-id and takes
 // delay-at (cancel that row) or no time at all (cancel by id alone,
 // Control = ControlCancelID); a reschedule needs delay-id and exactly one of
 // delay-at and delay-after, the new due time (Control = ControlReschedule,
-// delay-topic optional and ignored); each control
+// delay-topic optional and ignored); a replace (delay-op: replace) is a
+// submit that needs delay-id and takes no recurrence header
+// (Control = ControlReplace); each control
 // header at most once; at most MaxHeaders headers; key + value + headers
 // (HeaderOverhead bytes each beside key and value) at most MaxPayload bytes.
 // Without delay-id the name is DerivedName(m.Topic, m.Partition, m.Offset).
@@ -133,11 +135,14 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	if err := decodeDue(&t, hs.ctl[ctlAt], hs.ctl[ctlAfter], m.Time, now, cfg.MaxDelay); err != nil {
 		return Task{}, err
 	}
-	isOp := t.Cancel || t.Control != ControlNone
-	if isOp {
+	if t.Cancel || t.Control != ControlNone {
+		why := "an op acts on the series' pending occurrence"
+		if t.Control == ControlReplace {
+			why = "a replace stores a single task; cancel the id and submit a series under a new id"
+		}
 		for _, h := range hs.rec {
 			if h != nil {
-				return Task{}, violation("%s: not with %s %s (an op acts on the series' pending occurrence)", h.Key, HeaderOp, opName(t))
+				return Task{}, violation("%s: not with %s %s (%s)", h.Key, HeaderOp, opName(t), why)
 			}
 		}
 	} else {
@@ -150,13 +155,13 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	if err := decodeName(&t, hs.ctl[ctlID], m); err != nil {
 		return Task{}, err
 	}
-	if t.Control != ControlNone {
+	if t.Control == ControlCancelID || t.Control == ControlReschedule {
 		t.Topic = "" // a reschedule keeps its task's topic; a cancel has none
 	}
 	if _, _, err := ExpireAfter(hs.pass); err != nil {
 		return Task{}, err
 	}
-	if !isOp {
+	if carriesTask(t) {
 		t.Key = m.Key
 		t.Value = m.Value
 		t.Headers = hs.pass
@@ -218,16 +223,23 @@ func decodeOp(h *kafka.Header) (Task, error) {
 		t.Cancel = true
 	case OpReschedule:
 		t.Control = ControlReschedule
+	case OpReplace:
+		t.Control = ControlReplace
 	default:
-		return Task{}, violation("%s: unknown op %s (want %q or %q)", HeaderOp, quote(h.Value), OpCancel, OpReschedule)
+		return Task{}, violation("%s: unknown op %s (want %q, %q or %q)", HeaderOp, quote(h.Value), OpCancel, OpReschedule, OpReplace)
 	}
 	return t, nil
+}
+
+// carriesTask: t is a submit or a replace, a task to store.
+func carriesTask(t Task) bool {
+	return !t.Cancel && (t.Control == ControlNone || t.Control == ControlReplace)
 }
 
 // decodeTopic sets t.Topic from delay-topic (h), required unless t is an op.
 func decodeTopic(t *Task, h *kafka.Header, allow func(string) bool) error {
 	if h == nil {
-		if !t.Cancel && t.Control == ControlNone {
+		if carriesTask(*t) {
 			return violation("%s: missing", HeaderTopic)
 		}
 		return nil
@@ -334,8 +346,11 @@ func Provenance(key string) bool {
 }
 
 func opName(t Task) string {
-	if t.Control == ControlReschedule {
+	switch t.Control {
+	case ControlReschedule:
 		return OpReschedule
+	case ControlReplace:
+		return OpReplace
 	}
 	return OpCancel
 }

@@ -3,6 +3,7 @@ package payload_test
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,9 +69,15 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("exec_at %d more than the maximum delay after now", got.ExecAt)
 		case after && m.Time.UnixMilli() <= 0:
 			t.Fatal("delay-after accepted without a record timestamp")
-		case (got.Cancel || got.Control != payload.ControlNone) && (got.Key != nil || got.Value != nil || got.Headers != nil):
+		case (got.Cancel || got.Control == payload.ControlCancelID || got.Control == payload.ControlReschedule) &&
+			(got.Key != nil || got.Value != nil || got.Headers != nil):
 			t.Fatal("cancel or reschedule carries a payload")
-		case !got.Cancel && got.Control == payload.ControlNone && (!topics.Legal(got.Topic) || topics.Internal(got.Topic) || got.Topic == "forbidden"):
+		case got.Control == payload.ControlReplace && slices.ContainsFunc(got.Headers, func(h kafka.Header) bool {
+			return h.Key == payload.HeaderEvery || h.Key == payload.HeaderCron || h.Key == payload.HeaderOccurrence
+		}):
+			t.Fatal("replace starts a series")
+		case !got.Cancel && (got.Control == payload.ControlNone || got.Control == payload.ControlReplace) &&
+			(!topics.Legal(got.Topic) || topics.Internal(got.Topic) || got.Topic == "forbidden"):
 			t.Fatalf("task for topic %q", got.Topic)
 		}
 		if len(m.Headers) > payload.MaxHeaders {

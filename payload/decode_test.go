@@ -108,6 +108,10 @@ func TestDecode(t *testing.T) {
 		{name: "reschedule after", msg: input("delay-op", "reschedule", "delay-id", "order-42", "delay-after", "90s"),
 			want: payload.Task{ID: payload.TaskID("order-42"), Name: "order-42", ExecAt: msgTime.Add(90 * time.Second).UnixMilli(), Control: payload.ControlReschedule}},
 
+		{name: "replace", msg: input("delay-op", "replace", "delay-id", "order-42", "delay-topic", "orders", "delay-after", "90s", "x", "y"),
+			want: payload.Task{ID: payload.TaskID("order-42"), Name: "order-42", Topic: "orders", ExecAt: msgTime.Add(90 * time.Second).UnixMilli(),
+				Key: []byte("k"), Value: []byte("v"), Headers: hdr("x", "y"), Control: payload.ControlReplace}},
+
 		// Every reason.
 		{name: "topic missing", msg: input("delay-at", "1772366700000"), wantErr: "delay-topic: missing"},
 		{name: "topic empty", msg: input("delay-topic", "", "delay-at", "1772366700000"), wantErr: "delay-topic: empty"},
@@ -170,7 +174,11 @@ func TestDecode(t *testing.T) {
 		{name: "id empty", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-id", ""), wantErr: "delay-id: empty"},
 		{name: "id too long", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-id", strings.Repeat("x", 129)),
 			wantErr: "delay-id: 129 bytes, over the 128-byte limit"},
-		{name: "op unknown", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-op", "delete"), wantErr: `delay-op: unknown op "delete" (want "cancel" or "reschedule")`},
+		{name: "op unknown", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-op", "delete"), wantErr: `delay-op: unknown op "delete" (want "cancel", "reschedule" or "replace")`},
+		{name: "replace without id", msg: input("delay-op", "replace", "delay-topic", "orders", "delay-at", "1772366700000"), wantErr: "delay-op: replace needs delay-id"},
+		{name: "replace without topic", msg: input("delay-op", "replace", "delay-id", "order-42", "delay-at", "1772366700000"), wantErr: "delay-topic: missing"},
+		{name: "replace with recurrence", msg: input("delay-op", "replace", "delay-id", "order-42", "delay-topic", "orders", "delay-at", "1772366700000", "delay-every", "1h"),
+			wantErr: "delay-every: not with delay-op replace (a replace stores a single task"},
 		{name: "op wrong case", msg: input("delay-topic", "orders", "delay-at", "1772366700000", "delay-op", "Cancel"), wantErr: "unknown op"},
 		{name: "cancel without id", msg: input("delay-op", "cancel", "delay-at", "1772366700000"), wantErr: "delay-op: cancel needs delay-id"},
 		{name: "cancel with after", msg: input("delay-op", "cancel", "delay-id", "x", "delay-after", "10s"), wantErr: "delay-op: cancel takes delay-at (the task's due time) or no time at all, not delay-after"},

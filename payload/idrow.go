@@ -95,7 +95,7 @@ func State(ctx context.Context, s StateReader, name string, now time.Time) (Task
 	case due == 0:
 		return TaskState{Phase: PhaseUnknown}, nil
 	}
-	rows, err := s.Get(ctx, []Ref{{ID: id, ExecAt: due}})
+	rows, err := s.Get(ctx, []Ref{{ID: st[0].Row(id), ExecAt: due}})
 	if err != nil {
 		return TaskState{}, fmt.Errorf("payload: state of %q: %w", name, err)
 	}

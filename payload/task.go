@@ -3,6 +3,7 @@ package payload
 import (
 	"context"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"time"
 
@@ -15,7 +16,7 @@ const (
 	HeaderAt    = "delay-at"    // due time, RFC 3339 or unix ms (input, output)
 	HeaderAfter = "delay-after" // delay relative to the message time (input)
 	HeaderID    = "delay-id"    // task name (input, output)
-	HeaderOp    = "delay-op"    // "cancel" or "reschedule" (input)
+	HeaderOp    = "delay-op"    // "cancel", "reschedule" or "replace" (input)
 	HeaderError = "delay-error" // why a message failed (delay-failed only)
 )
 
@@ -23,6 +24,7 @@ const (
 const (
 	OpCancel     = "cancel"     // cancel a task: by id and due time, or by id alone
 	OpReschedule = "reschedule" // move a pending task to a new due time
+	OpReplace    = "replace"    // a new task (value, headers, due time) in place of the task of the id
 )
 
 // Control says what a decoded input message asks for beyond storing a task.
@@ -38,6 +40,10 @@ const (
 	// ControlReschedule: move the task named Name to ExecAt. Topic, Key,
 	// Value and Headers are not set: the task keeps its own.
 	ControlReschedule
+	// ControlReplace: store this task (Topic, Key, Value, Headers, ExecAt
+	// as a submit's) in place of the task named Name; ingest writes its
+	// row under taskstate.VersionID, not ID.
+	ControlReplace
 )
 
 // Task is one delayed message.
@@ -152,6 +158,15 @@ func Deliverable(t Task) kafka.Message {
 		kafka.Header{Key: HeaderAt, Value: []byte(FormatTime(t.ExecAt))},
 	)
 	return kafka.Message{Topic: t.Topic, Key: t.Key, Value: t.Value, Headers: h}
+}
+
+// IsCheck reports whether t is a check row (taskstate.CheckID): the
+// failed-topic message of a reschedule that waited for its task, stored by
+// ingest as a task with no topic and delay-error among its headers, which
+// no decoded input has. The scanner sends it to the failed topic as it is
+// when it comes due unmarked.
+func IsCheck(t Task) bool {
+	return t.Topic == "" && slices.ContainsFunc(t.Headers, func(h kafka.Header) bool { return h.Key == HeaderError })
 }
 
 // clone returns a deep copy of t, keeping nil slices nil.

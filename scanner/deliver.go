@@ -28,6 +28,7 @@ const (
 const (
 	reasonRefused       = "refused"       // refused by its business topic, produced to FailedTopic
 	reasonUndeliverable = "undeliverable" // refused by FailedTopic too: logged and dropped
+	reasonLifecycle     = "lifecycle"     // a reschedule's check row: no task of its id came within the grace (ingest.ReasonLifecycle)
 )
 
 // maxCalls caps the WriteMessages calls of one step in flight at once.

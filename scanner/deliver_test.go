@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -530,6 +531,35 @@ func TestOneCallPerTopic(t *testing.T) {
 	}
 	if rest := e.ix.pending("z"); len(rest) != 1 || rest[0].ID != payload.TaskID("bad") {
 		t.Errorf("pending = %v, want the bad one only", rest)
+	}
+}
+
+// A check row (payload.IsCheck: a reschedule whose task never came) goes
+// to the failed topic exactly as ingest stored it, counted as lifecycle (as ingest counts the reschedules it refuses);
+// a marked one goes nowhere.
+func TestCheckRowToFailed(t *testing.T) {
+	e := newEnv(t, Config{})
+	base := e.now.Add(-time.Minute).UnixMilli()
+	check := task("ghost", "", base)
+	check.Headers = []kafka.Header{{Key: payload.HeaderOp, Value: []byte("reschedule")}, {Key: payload.HeaderError, Value: []byte("reschedule: unknown delay-id")}}
+	marked := task("ghost-2", "", base+1)
+	marked.Headers = check.Headers
+	e.put("z", []payload.Task{check, marked})
+	if err := e.store.Put(context.Background(), []payload.Task{{ID: marked.ID, Name: marked.Name, ExecAt: marked.ExecAt, Cancel: true}}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.scan(context.Background(), scantask.Task{Zset: "z", Until: e.now.UnixMilli()})
+	failed := e.byTopic(topics.Failed)
+	if len(failed) != 1 {
+		t.Fatalf("failed topic got %d messages, want the unmarked check", len(failed))
+	}
+	m := failed[0]
+	if string(m.Key) != "k-ghost" || string(m.Value) != "v-ghost" || !reflect.DeepEqual(m.Headers, check.Headers) {
+		t.Errorf("failed message %q %q %v, want the check row as stored", m.Key, m.Value, m.Headers)
+	}
+	if n := value(e.s.m.failed.WithLabelValues(reasonLifecycle)); n != 1 {
+		t.Errorf("lifecycle failures %v, want 1", n)
 	}
 }
 

@@ -106,6 +106,11 @@ func (w *worker) deliveryFor(e entry, task *payload.Task) (d *delivery) {
 		defer catch(&p)
 		d.msg = payload.Deliverable(*task)
 		switch {
+		case payload.IsCheck(*task):
+			// A reschedule whose task never came: ingest stored its
+			// failed-topic message, sent as it is.
+			d.msg = kafka.Message{Topic: w.s.cfg.FailedTopic, Key: task.Key, Value: task.Value, Headers: task.Headers}
+			d.failed, d.reason = true, reasonLifecycle
 		case task.Topic == "":
 			w.s.redirect(d, "no business topic")
 		case topics.Internal(task.Topic):

@@ -159,8 +159,8 @@ func (w *worker) store(ctx context.Context, next []payload.Task) error {
 
 // track records each next occurrence as its name's current due time
 // (taskstate.Track), then reads the id rows of the current occurrences
-// back: it marks the next occurrences of names cancelled by id alone
-// (taskstate.Stopped) and returns the current ones of those names, not to
+// back: it marks the next occurrences of names cancelled by id alone or
+// replaced (taskstate.Stopped) and returns the current ones of those names, not to
 // be delivered. The read covers a cancel that came after a crash had
 // stored and indexed the next occurrence but not yet recorded it (the
 // cancel then marked the current one only). Doing it twice is harmless.
@@ -196,7 +196,7 @@ func (w *worker) track(ctx context.Context, cur []*delivery, next []payload.Task
 	stopped := map[*delivery]bool{}
 	for i, d := range cur {
 		byID[d.task.ID] = states[i]
-		if states[i].Cancelled {
+		if states[i].Over() {
 			stopped[d] = true
 		}
 	}

@@ -20,6 +20,9 @@ const (
 	CancelID
 	// Reschedule moves the task the id names to Op.At.
 	Reschedule
+	// Replace stores a new task under the id, due at Op.At, in its own
+	// row (VersionID), and supersedes the task the id names.
+	Replace
 )
 
 // Op is one valid message of a batch, as the rules see it.
@@ -27,7 +30,7 @@ type Op struct {
 	ID       uint64
 	Name     string // delay-id, for refusals
 	Kind     Kind
-	At       int64 // due time, unix ms: Submit, CancelAt; the new one for Reschedule; 0 for CancelID
+	At       int64 // due time, unix ms: Submit, CancelAt; the new one for Reschedule, Replace; 0 for CancelID
 	Recorded int64 // the message's record timestamp, unix ms
 }
 
@@ -77,9 +80,11 @@ func Begin(ops []Op, skip func(i int) bool) *Batch {
 		case Submit:
 			w.Submitted, w.SubmitRecorded = o.At, o.Recorded
 		case CancelID:
-			w.Cancel, b.HasOp[k] = true, true
+			w.Cancel, w.CancelRecorded, b.HasOp[k] = true, o.Recorded, true
 		case Reschedule:
 			w.Moving, w.MoveRecorded, b.HasOp[k] = o.At, o.Recorded, true
+		case Replace:
+			w.Replacing, w.ReplaceRecorded, b.HasOp[k] = o.At, o.Recorded, true
 		}
 	}
 	return b
@@ -106,7 +111,8 @@ func (b *Batch) Reads(flagged []bool) []bool {
 	return read
 }
 
-// Mark is a row to give the cancel marker.
+// Mark is a row to give the cancel marker: ID is the row's id (the
+// task's, or a replace's VersionID).
 type Mark struct {
 	ID   uint64
 	Name string
@@ -115,18 +121,49 @@ type Mark struct {
 
 // Move takes the task of an id to a new due time.
 type Move struct {
-	ID       uint64
+	ID       uint64 // the id row's
+	Row      uint64 // the task row's: ID, or a replace's VersionID
 	Name     string
 	From, To int64
-	// Src is the index in the ops of the submit whose task is copied;
+	// Src is the index in the ops of the submit or replace whose task is
+	// copied;
 	// -1: copy the stored row (at From, or at To when a move cut short by
 	// a crash wrote it already): Settle decides.
 	Src int
 	ops []int // the reschedules that ask for it
+	// check is the check row of the reschedule whose cell moves a task
+	// of the batch (Src >= 0): marked with the move (checkOf).
+	check Mark
+}
+
+// Check is a check row to store and index: the reschedule Op, of an id
+// with no task yet, waits for its task until At (its record time + the
+// grace); the scanner then sends the row, the reschedule's failed-topic
+// message, to the failed topic unless a task came and marked it.
+type Check struct {
+	Op int
+	ID uint64 // CheckID
+	At int64
+}
+
+// CheckSlack is how long after a reschedule's grace its check row is due:
+// more than the scanner's hold lead (2 s), so that the scanner delivers
+// the check only once ingest has stored every message of delay-input
+// appended within the grace (internal/watermark), and with it the task
+// that marks the check.
+const CheckSlack = 5 * time.Second
+
+// checkOf is the check row of the reschedule of id recorded at rec, or no
+// row for rec 0.
+func checkOf(id uint64, name string, rec int64, cfg Config) Mark {
+	if rec == 0 {
+		return Mark{}
+	}
+	return Mark{CheckID(id, rec), name, rec + (cfg.RescheduleGrace + CheckSlack).Milliseconds()}
 }
 
 // Copy is a task row to write: the task of op Src, or else the stored row
-// at Row, copied to To and indexed there.
+// at Row, copied to To and indexed there. ID is the row's id (Move.Row).
 type Copy struct {
 	ID     uint64
 	Src    int
@@ -139,9 +176,11 @@ type Copy struct {
 // out in the order of its fields (see the package doc, "Order").
 type Plan struct {
 	Copies  []Copy
+	Checks  []Check
 	Markers []Mark
 	Ats     []Write
-	// Skip: submits not indexed at their own due time (cancelled, or moved).
+	// Skip: submits and replaces not indexed at their own due time and
+	// row (cancelled, moved, or replaced).
 	Skip map[int]bool
 	// Refused: ops refused for good, with the delay-error text.
 	Refused map[int]string
@@ -184,19 +223,27 @@ func (p *Plan) cancelled(ops []Op, id uint64, st State, idx []int) {
 			p.Markers = append(p.Markers, Mark{o.ID, o.Name, o.At})
 		case Reschedule:
 			p.Refused[i] = fmt.Sprintf("reschedule: delay-id %q is cancelled", o.Name)
+		case Replace:
+			p.Skip[i] = true
+			p.Markers = append(p.Markers, Mark{o.row(), o.Name, o.At})
+			if st.CancelRecorded > o.Recorded {
+				continue // the cancel came after it: the replace is cancelled, not refused
+			}
+			p.Refused[i] = fmt.Sprintf("replace: delay-id %q is cancelled by id (an id cancelled by id alone is not reused within --max-delay + --retention)", o.Name)
 		}
 	}
 	name := ops[idx[0]].Name
-	for _, at := range []int64{st.Due(), st.Moving} {
-		if at > 0 {
-			p.Markers = append(p.Markers, Mark{id, name, at})
-		}
+	p.supersede(id, name, st)
+	if st.ReplaceRecorded > st.Version && st.Replacing > 0 {
+		p.Markers = append(p.Markers, Mark{VersionID(id, st.ReplaceRecorded), name, st.Replacing})
 	}
 }
 
 // pending: submits and reschedules of an id not cancelled. The target is
 // where the task goes: the latest reschedule's time unless refused.
 func (p *Plan) pending(ops []Op, id uint64, st State, idx []int, now int64, cfg Config) {
+	v, idx := p.replaces(ops, id, st, idx, cfg)
+	st = v.st
 	var resched, submits []int
 	for _, i := range idx {
 		switch ops[i].Kind {
@@ -208,21 +255,23 @@ func (p *Plan) pending(ops []Op, id uint64, st State, idx []int, now int64, cfg 
 	}
 	target := st.moving()
 	if len(resched) > 0 {
-		target = p.reschedule(ops, id, st, resched, len(submits) > 0, now, cfg)
+		target = p.reschedule(ops, id, v, resched, len(submits) > 0, now, cfg)
 	}
 	for _, i := range submits {
 		if target > 0 && target != ops[i].At && !stale(st.MoveRecorded, ops[i].Recorded, cfg) {
 			// Its reschedule came first, or this is a re-read: the
 			// submit goes to the reschedule's due time.
 			p.Skip[i] = true
-			p.moves = append(p.moves, Move{ID: id, Name: ops[i].Name, From: ops[i].At, To: target, Src: i})
+			p.moves = append(p.moves, Move{ID: id, Row: id, Name: ops[i].Name, From: ops[i].At, To: target, Src: i,
+				check: checkOf(id, ops[i].Name, st.MoveRecorded, cfg)})
 		}
 	}
 }
 
 // reschedule decides the reschedules of an id and returns the target of
 // its submits.
-func (p *Plan) reschedule(ops []Op, id uint64, st State, resched []int, submits bool, now int64, cfg Config) int64 {
+func (p *Plan) reschedule(ops []Op, id uint64, v view, resched []int, submits bool, now int64, cfg Config) int64 {
+	st := v.st
 	due, name := st.Due(), ops[resched[0]].Name
 	if st.At == 0 && due != 0 && stale(ops[resched[len(resched)-1]].Recorded, st.SubmitRecorded, cfg) {
 		due = 0 // the stored task came after the grace: not this reschedule's
@@ -243,7 +292,10 @@ func (p *Plan) reschedule(ops []Op, id uint64, st State, resched []int, submits 
 		return st.At
 	}
 	if st.Moving != due && !submits {
-		p.moves = append(p.moves, Move{ID: id, Name: name, From: due, To: st.Moving, Src: -1, ops: resched})
+		if v.src >= 0 {
+			p.Skip[v.src] = true // the batch's replace goes to the reschedule's time
+		}
+		p.moves = append(p.moves, Move{ID: id, Row: v.row, Name: name, From: due, To: st.Moving, Src: v.src, ops: resched})
 	}
 	return st.Moving
 }
@@ -257,16 +309,33 @@ func (p *Plan) reschedule(ops []Op, id uint64, st State, resched []int, submits 
 // re-read of it fails again.
 func (p *Plan) unknown(ops []Op, id uint64, resched []int, now int64, cfg Config) {
 	for _, i := range resched {
-		if age := time.Duration(now-ops[i].Recorded) * time.Millisecond; age >= cfg.RescheduleGrace {
-			p.Refused[i] = fmt.Sprintf(
-				"reschedule: unknown delay-id %q: no task with this id was stored within %v after the reschedule (a reschedule waits for its task that long; this one is %v old)",
-				ops[i].Name, cfg.RescheduleGrace, age)
+		o := ops[i]
+		age := time.Duration(now-o.Recorded) * time.Millisecond
+		if age < cfg.RescheduleGrace {
+			c := checkOf(id, o.Name, o.Recorded, cfg)
+			p.Checks = append(p.Checks, Check{Op: i, ID: c.ID, At: c.At})
+			continue
 		}
+		p.Refused[i] = UnknownReason(o.Name, cfg.RescheduleGrace, age)
+		p.Markers = append(p.Markers, checkOf(id, o.Name, o.Recorded, cfg)) // a re-read's check, if it planned one
 	}
 	last := resched[len(resched)-1]
 	if _, old := p.Refused[last]; old {
 		p.Ats = append(p.Ats, Write{ID: id, Moving: -1, MoveFailed: ops[last].Recorded})
 	}
+}
+
+// UnknownReason is the delay-error of a reschedule of name that found no
+// task within grace; age is how old it was when decided (0: decided by its
+// check row, at the grace's end).
+func UnknownReason(name string, grace, age time.Duration) string {
+	old := ""
+	if age > 0 {
+		old = fmt.Sprintf("; this one is %v old", age)
+	}
+	return fmt.Sprintf(
+		"reschedule: unknown delay-id %q: no task with this id was stored within %v after the reschedule (a reschedule waits for its task that long%s)",
+		name, grace, old)
 }
 
 // stale reports whether a submit recorded at sub came too late for a
@@ -311,12 +380,15 @@ func (p *Plan) Settle(rows []Row) {
 }
 
 func (p *Plan) move(m Move, src int, row int64) {
+	if m.check.ID != 0 && src >= 0 {
+		p.Markers = append(p.Markers, m.check) // its task came: no failure
+	}
 	origin := src
 	if origin < 0 {
 		origin = m.ops[len(m.ops)-1]
 	}
-	p.Copies = append(p.Copies, Copy{ID: m.ID, Src: src, Row: row, To: m.To, Origin: origin})
-	p.Markers = append(p.Markers, Mark{m.ID, m.Name, m.From})
+	p.Copies = append(p.Copies, Copy{ID: m.Row, Src: src, Row: row, To: m.To, Origin: origin})
+	p.Markers = append(p.Markers, Mark{m.Row, m.Name, m.From})
 	p.Ats = append(p.Ats, Write{ID: m.ID, Name: m.Name, At: m.To, Moving: m.To})
 }
 

@@ -1,6 +1,7 @@
 package taskstate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,74 @@ func TestDecideRules(t *testing.T) {
 		p := decide(State{Submitted: now - sec}, now, resched(now))
 		if !strings.Contains(p.Refused[0], "delivered or being delivered") {
 			t.Errorf("refused %v", p.Refused)
+		}
+	})
+}
+
+func TestDecideReplace(t *testing.T) {
+	const (
+		now = int64(1_000_000_000)
+		due = now + 60_000
+		to  = now + 90_000
+		sec = int64(1000)
+	)
+	submit := func(rec int64) Op { return Op{ID: 1, Name: "a", Kind: Submit, At: due, Recorded: rec} }
+	replace := func(rec, at int64) Op { return Op{ID: 1, Name: "a", Kind: Replace, At: at, Recorded: rec} }
+	stored := State{Submitted: due, SubmitRecorded: now - 10*sec}
+	marked := func(p *Plan, id uint64, at int64) bool { return slices.Contains(p.Markers, Mark{id, "a", at}) }
+
+	t.Run("a replace of a stored task marks it and becomes current", func(t *testing.T) {
+		p := decide(stored, now, replace(now-sec, to))
+		v := VersionID(1, now-sec)
+		if p.Skip[0] || !marked(p, 1, due) || marked(p, v, to) || len(p.Refused) != 0 {
+			t.Errorf("plan %+v, want the old row marked, the new one indexed", p)
+		}
+		if len(p.Ats) != 1 || p.Ats[0].At != to || p.Ats[0].Version != now-sec {
+			t.Errorf("ats %+v, want d:a %d and d:v %d", p.Ats, to, now-sec)
+		}
+	})
+	t.Run("a replace due at the old time marks only the old row", func(t *testing.T) {
+		p := decide(stored, now, replace(now-sec, due))
+		if p.Skip[0] || !marked(p, 1, due) || marked(p, VersionID(1, now-sec), due) {
+			t.Errorf("plan %+v", p)
+		}
+	})
+	t.Run("a submit recorded before a replace carried out is marked", func(t *testing.T) {
+		st := State{At: to, Replacing: to, ReplaceRecorded: now - sec, Version: now - sec}
+		p := decide(st, now, submit(now-2*sec))
+		if !p.Skip[0] || !marked(p, 1, due) {
+			t.Errorf("plan %+v, want the late submit superseded", p)
+		}
+	})
+	t.Run("an older replace read again after a newer one is marked", func(t *testing.T) {
+		st := State{At: to, Replacing: to, ReplaceRecorded: now - sec, Version: now - sec}
+		p := decide(st, now, replace(now-5*sec, due))
+		if !p.Skip[0] || !marked(p, VersionID(1, now-5*sec), due) || marked(p, VersionID(1, now-sec), to) || len(p.Ats) != 0 {
+			t.Errorf("plan %+v, want the older replace superseded, the newer left", p)
+		}
+	})
+	t.Run("a replace of an unknown id is a submit", func(t *testing.T) {
+		p := decide(State{}, now, replace(now-sec, to))
+		if p.Skip[0] || len(p.Refused) != 0 || len(p.Markers) != 0 {
+			t.Errorf("plan %+v", p)
+		}
+	})
+	t.Run("a replace after a cancel by id is refused, one before it cancelled", func(t *testing.T) {
+		p := decide(State{Cancelled: true, CancelRecorded: now - 2*sec}, now, replace(now-sec, to))
+		if !p.Skip[0] || !strings.Contains(p.Refused[0], "is cancelled by id") {
+			t.Errorf("plan %+v, want the replace refused", p)
+		}
+		p = decide(State{Cancelled: true, CancelRecorded: now}, now, replace(now-sec, to))
+		if _, refused := p.Refused[0]; !p.Skip[0] || refused || !marked(p, VersionID(1, now-sec), to) {
+			t.Errorf("plan %+v, want the replace marked, not refused", p)
+		}
+	})
+	t.Run("a reschedule recorded after the replace, read first, moves the new task", func(t *testing.T) {
+		st := State{Submitted: due, At: to, Moving: to, MoveRecorded: now}
+		p := decide(st, now, replace(now-sec, due+5*sec))
+		v := VersionID(1, now-sec)
+		if !p.Skip[0] || len(p.Copies) != 1 || p.Copies[0].ID != v || p.Copies[0].To != to || !marked(p, v, due+5*sec) {
+			t.Errorf("plan %+v, want the replace copied to the reschedule's time", p)
 		}
 	})
 }

@@ -1,6 +1,6 @@
 // Package taskstate holds the rules of a task's life by id: what a batch
-// of submits, cancels (by id and due time, by id alone) and reschedules
-// does to the tasks their ids name, and what a recurring task's next
+// of submits, cancels (by id and due time, by id alone), reschedules and
+// replaces does to the tasks their ids name, and what a recurring task's next
 // occurrence does. It is pure: its functions take the messages, the
 // stored id states, now and Config, and return a Plan; it reads and
 // writes nothing and imports no Kafka, Redis or HBase client (a test
@@ -14,7 +14,10 @@
 // time of its latest submit, d:a the current due time after a move, d:r
 // the latest reschedule's new due time, d:x cancelled by id alone, and
 // the record timestamps d:sr (of the latest submit), d:rr (of the latest
-// reschedule) and d:rf (of a reschedule failed for an unknown id). A
+// reschedule), d:rf (of a reschedule failed for an unknown id) and d:xr
+// (of the latest cancel by id alone), and for replaces d:u and d:ur (the
+// latest replace's due time and record timestamp) and d:v (the record
+// timestamp of the replace whose row is current: State.Row). A
 // write sets only the cells it names (Write, State.Apply); each store
 // makes a write of a row atomic and a read after it sees it.
 //
@@ -64,6 +67,32 @@
 //     reschedule came first (another partition, delay-input-slow), or the
 //     batch is read again after a crash.
 //
+// # Replace
+//
+// A replace is a submit that takes the place of the task of its id. Its
+// task row is under VersionID(id, its record time), never under the id,
+// so it cannot share a row with the task it replaces (same due time or
+// not) and a late submit of that task cannot overwrite it. It is an op by
+// id (flag, cell d:u/d:ur, read back). Rules, by record time:
+//
+//   - The latest replace of an id wins: it marks the current task row (and
+//     a pending reschedule's copy) and becomes current (d:a, d:v); an
+//     older replace, or a submit recorded before it, is marked and not
+//     indexed, whichever ingest handles first (a late submit, a re-read).
+//   - A reschedule recorded before the replace does nothing; one recorded
+//     after it moves the new task, also when ingest handles it first (the
+//     replace then goes to the reschedule's time) or while the replace is
+//     written but not carried out (it waits in d:r for it).
+//   - A replace of an id with no task stored is a submit.
+//   - A replace of an id cancelled by id alone before it is refused; one
+//     cancelled after it (d:xr) is cancelled, not refused.
+//   - A replaced series stops (State.Over).
+//
+// Replaces of one id are ordered by record time, not by partition, when
+// ingest handles them one after the other (one partition, a re-read, or
+// seconds apart). Two replaces of one id handled at the same moment by
+// two processes race on d:u: one of them wins, not necessarily the later.
+//
 // # Unknown ids
 //
 // An op by id may arrive before its task (another partition,
@@ -79,8 +108,17 @@
 //     RescheduleGrace or more old is refused (delay-failed) and its cell
 //     is marked failed (d:rf = its record time), so that a re-read of the
 //     batch refuses it again and no task arriving later moves. A younger
-//     one waits in the id row (d:r) for its task; if none comes, it
-//     expires there unreported (payload.State: unknown), moving nothing.
+//     one waits in the id row (d:r) for its task, without holding its
+//     batch: Plan.Checks has ingest store and index a check row
+//     (CheckID), its failed-topic message, due RescheduleGrace +
+//     CheckSlack after its record time. A task recorded in time that
+//     moves to it marks the check (Move.check); otherwise the scanner
+//     sends the check to the failed topic when it is due, which it does
+//     only once ingest has stored every message of delay-input appended
+//     before then (the watermark hold), so the verdict and the move agree.
+//     Checks survive a crash as any row (a re-read plans the same one); a
+//     task that comes through delay-input-slow, outside the hold, later
+//     than the check may be moved after the reschedule was reported.
 //   - A cancel by id alone is kept: d:x stays for MaxDelay + Retention
 //     (the op flag as long), and every task of the id submitted in that
 //     time is stored cancelled, whether the cancel came first or not.

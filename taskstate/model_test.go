@@ -37,6 +37,7 @@ type world struct {
 	decided map[int]int64    // when each message's batch was last completed
 	written map[uint64]int64 // when each id's submit first wrote its id row
 	series  map[uint64]int64 // recurring ids: first due time
+	checks  map[uint64]int   // check rows: the reschedule's message number
 	sent    map[uint64][]sent
 }
 
@@ -48,7 +49,8 @@ type sent struct{ at, when int64 }
 // read back, Stopped markers), deliver, remove the entry. A crash (the
 // scanner's, independent of ingest's) ends the pass; the entry stays and
 // is delivered again.
-func (w *world) scan(now int64, rng *rand.Rand) {
+func (w *world) scan(now, mark int64, rng *rand.Rand) {
+	w.fire(mark)
 	var due []rowKey
 	for k := range w.index {
 		if _, ok := w.series[k.id]; ok && k.at <= now {
@@ -78,7 +80,7 @@ func (w *world) scan(now int64, rng *rand.Rand) {
 			for _, m := range Stopped(next, []State{st}[:len(next)]) {
 				w.put(rowKey{m.ID, m.At}, true)
 			}
-			if !st.Cancelled {
+			if !st.Over() {
 				w.sent[k.id] = append(w.sent[k.id], sent{k.at, now})
 			}
 		}
@@ -86,6 +88,19 @@ func (w *world) scan(now int64, rng *rand.Rand) {
 			return
 		}
 		delete(w.index, k)
+	}
+}
+
+// fire delivers the check rows due by the ingest watermark mark plus the
+// scanner's lead (2 s): their reschedules fail, unless marked.
+func (w *world) fire(mark int64) {
+	for k := range w.index {
+		if n, ok := w.checks[k.id]; ok && k.at <= mark+2000 {
+			if r := w.rows[k]; r.live && !r.marked {
+				w.failed[n] = "check"
+			}
+			delete(w.index, k)
+		}
 	}
 }
 
@@ -119,8 +134,8 @@ func (w *world) handle(batch []msg, now int64, crash int) bool {
 		ops[i] = m.Op
 	}
 	for _, o := range ops {
-		if o.Kind == Submit || o.Kind == CancelAt {
-			w.put(rowKey{o.ID, o.At}, o.Kind == CancelAt)
+		if o.Kind == Submit || o.Kind == CancelAt || o.Kind == Replace {
+			w.put(rowKey{o.row(), o.At}, o.Kind == CancelAt)
 		}
 	}
 	if cut() {
@@ -136,7 +151,7 @@ func (w *world) handle(batch []msg, now int64, crash int) bool {
 	}
 	for _, wr := range b.Writes {
 		w.ids[wr.ID] = w.ids[wr.ID].Apply(wr)
-		if _, ok := w.written[wr.ID]; !ok && wr.Submitted != 0 {
+		if _, ok := w.written[wr.ID]; !ok && (wr.Submitted != 0 || wr.Replacing != 0) {
 			w.written[wr.ID] = now
 		}
 	}
@@ -160,7 +175,7 @@ func (w *world) handle(batch []msg, now int64, crash int) bool {
 	var rows []Row
 	for _, m := range p.Moves {
 		for _, at := range []int64{m.From, m.To} {
-			switch r := w.rows[rowKey{m.ID, at}]; {
+			switch r := w.rows[rowKey{m.Row, at}]; {
 			case r.marked:
 				rows = append(rows, Marked)
 			case r.live:
@@ -174,18 +189,25 @@ func (w *world) handle(batch []msg, now int64, crash int) bool {
 	for _, c := range p.Copies {
 		w.put(rowKey{c.ID, c.To}, false)
 	}
+	for _, c := range p.Checks {
+		w.put(rowKey{c.ID, c.At}, false)
+		w.checks[c.ID] = batch[c.Op].n
+	}
 	if cut() {
 		return false
 	}
 	for i, o := range ops {
-		if _, no := p.Refused[i]; !no && o.Kind == Submit && !p.Skip[i] {
-			w.index[rowKey{o.ID, o.At}] = true
+		if _, no := p.Refused[i]; !no && (o.Kind == Submit || o.Kind == Replace) && !p.Skip[i] {
+			w.index[rowKey{o.row(), o.At}] = true
 		}
 	}
 	for _, c := range p.Copies {
 		if _, no := p.Refused[c.Origin]; !no {
 			w.index[rowKey{c.ID, c.To}] = true
 		}
+	}
+	for _, c := range p.Checks {
+		w.index[rowKey{c.ID, c.At}] = true
 	}
 	if cut() {
 		return false
@@ -208,28 +230,36 @@ func (w *world) handle(batch []msg, now int64, crash int) bool {
 	return true
 }
 
-// delivered returns the due times of id the scanner would deliver.
-func (w *world) delivered(id uint64) []int64 {
-	var out []int64
+// delivered returns the rows of the name whose id is id that the scanner
+// would deliver: its own, and those of its replaces (recorded at reps).
+func (w *world) delivered(id uint64, reps ...int64) []rowKey {
+	rows := []uint64{id}
+	for _, r := range reps {
+		rows = append(rows, VersionID(id, r))
+	}
+	var out []rowKey
 	for k := range w.index {
-		if r := w.rows[k]; k.id == id && r.live && !r.marked {
-			out = append(out, k.at)
+		if r := w.rows[k]; slices.Contains(rows, k.id) && r.live && !r.marked {
+			out = append(out, k)
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b rowKey) int { return int(a.at - b.at) })
 	return out
 }
 
 // Scenarios, one per id.
 const (
-	scPlain       = iota // submit
-	scCancelAt           // submit, cancel by id and due time, any order
-	scCancelID           // submit, cancel by id alone, any order
-	scCancelFirst        // cancel by id alone of an unknown id, a submit later
-	scResched            // submit, reschedule, close in time, any order
-	scStale              // reschedule of an unknown id, a submit well after its grace
-	scGhost              // reschedule of an id never submitted
-	scSeries             // a recurring task, a cancel by id alone at a random time or none
+	scPlain         = iota // submit
+	scCancelAt             // submit, cancel by id and due time, any order
+	scCancelID             // submit, cancel by id alone, any order
+	scCancelFirst          // cancel by id alone of an unknown id, a submit later
+	scResched              // submit, reschedule, close in time, any order
+	scStale                // reschedule of an unknown id, a submit well after its grace
+	scGhost                // reschedule of an id never submitted
+	scSeries               // a recurring task, a cancel by id alone at a random time or none
+	scReplace              // submit, replace (same due time or not), maybe a reschedule after the replace
+	scReplaceNew           // replace of an id never submitted: a submit
+	scReplaceCancel        // submit, replace, cancel by id alone before or after the replace
 	scenarios
 )
 
@@ -244,19 +274,29 @@ type idCase struct {
 	cancel      int // the series' cancel by id, -1 none
 	id          uint64
 	due, to     int64
-	submit, res int // message numbers, -1 none
+	submit, res int   // message numbers, -1 none
+	rep         int   // the replace's message number, -1 none
+	repRec      int64 // its record time
+	repAt       int64 // its due time
 }
 
 // expect is what the user should see delivered of the id: its reschedule
-// moves the task unless the reschedule failed; a stale one never does.
-func (c idCase) expect(resFailed bool) []int64 {
+// moves the task unless the reschedule failed; a stale one never does; a
+// replace's row is delivered in place of the submit's, at the replace's
+// due time or its reschedule's.
+func (c idCase) expect(resFailed bool) []rowKey {
+	own := func(at int64) []rowKey { return []rowKey{{c.id, at}} }
 	switch {
 	case c.kind == scPlain || c.kind == scStale:
-		return []int64{c.due}
+		return own(c.due)
 	case c.kind == scResched && resFailed:
-		return []int64{c.due}
+		return own(c.due)
 	case c.kind == scResched:
-		return []int64{c.to}
+		return own(c.to)
+	case (c.kind == scReplace || c.kind == scReplaceNew) && c.res >= 0:
+		return []rowKey{{VersionID(c.id, c.repRec), c.to}}
+	case c.kind == scReplace || c.kind == scReplaceNew:
+		return []rowKey{{VersionID(c.id, c.repRec), c.repAt}}
 	}
 	return nil
 }
@@ -270,10 +310,43 @@ type sim struct {
 }
 
 func (s *sim) produce(o Op, at int64) int {
+	return s.produceOn(o, at, s.rng.IntN(2))
+}
+
+func (s *sim) produceOn(o Op, at int64, part int) int {
 	n := len(s.msgs)
 	o.Recorded = at
-	s.msgs = append(s.msgs, msg{Op: o, n: n, part: s.rng.IntN(2)})
+	s.msgs = append(s.msgs, msg{Op: o, n: n, part: part})
 	return n
+}
+
+// replace makes the replace scenarios' messages: the ops by id of one id
+// on one partition (keyed by id), the submit on either.
+func (s *sim) replace(c *idCase, sub Op, t0 int64) {
+	name, part := sub.Name, s.rng.IntN(2)
+	if c.kind != scReplaceNew {
+		c.submit = s.produce(sub, t0)
+		t0 += 1 + s.rng.Int64N(20_000)
+	}
+	c.repRec, c.repAt = t0, c.to
+	if s.rng.IntN(3) == 0 {
+		c.repAt = c.due // same due time: the rows must not be confused
+	}
+	rep := Op{ID: c.id, Name: name, Kind: Replace, At: c.repAt}
+	switch {
+	case c.kind == scReplaceCancel:
+		cancel := Op{ID: c.id, Name: name, Kind: CancelID}
+		at := t0 + s.rng.Int64N(10_000) - 5_000
+		if at == t0 {
+			at++
+		}
+		c.cancel = s.produceOn(cancel, at, part)
+	case s.rng.IntN(3) == 0:
+		c.to = c.repAt + (1+s.rng.Int64N(100))*1000
+		// on either partition: the client keys a replace by its business key
+		c.res = s.produce(Op{ID: c.id, Name: name, Kind: Reschedule, At: c.to}, t0+1+s.rng.Int64N(10_000))
+	}
+	c.rep = s.produceOn(rep, t0, part)
 }
 
 // generate makes the ids' messages, recorded over the first minutes.
@@ -283,7 +356,7 @@ func (s *sim) generate(ids int) {
 		return start + lo.Milliseconds() + s.rng.Int64N((hi-lo).Milliseconds()+1)
 	}
 	for k := range ids {
-		c := idCase{kind: s.rng.IntN(scenarios), id: uint64(k + 1), submit: -1, res: -1, cancel: -1}
+		c := idCase{kind: s.rng.IntN(scenarios), id: uint64(k + 1), submit: -1, res: -1, cancel: -1, rep: -1}
 		c.due = start + time.Hour.Milliseconds() + s.rng.Int64N(1000)*1000
 		c.to = c.due + (1+s.rng.Int64N(100))*1000
 		name := fmt.Sprint("t", c.id)
@@ -316,6 +389,8 @@ func (s *sim) generate(ids int) {
 			if s.rng.IntN(2) == 0 {
 				c.cancel = s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, t0+s.rng.Int64N(90_000))
 			}
+		case scReplace, scReplaceNew, scReplaceCancel:
+			s.replace(&c, sub, t0)
 		}
 		s.cases = append(s.cases, c)
 	}
@@ -334,7 +409,13 @@ func (s *sim) run() {
 	horizon := s.now + (10 * time.Minute).Milliseconds()
 	for len(queue[0])+len(queue[1]) > 0 || s.now < horizon {
 		s.now += s.rng.Int64N(3000)
-		s.w.scan(s.now, s.rng)
+		mark := s.now // the ingest watermark: every message recorded before it is handled
+		for _, q := range queue {
+			if len(q) > 0 {
+				mark = min(mark, q[0].Recorded)
+			}
+		}
+		s.w.scan(s.now, mark, s.rng)
 		p := s.rng.IntN(2)
 		q := queue[p]
 		if len(q) == 0 || q[0].Recorded > s.now {
@@ -365,10 +446,19 @@ func (s *sim) check() []string {
 			errs = append(errs, s.checkSeries(c)...)
 			continue
 		}
-		got := s.w.delivered(c.id)
+		var got []rowKey
+		if c.rep >= 0 {
+			got = s.w.delivered(c.id, c.repRec)
+		} else {
+			got = s.w.delivered(c.id)
+		}
 		want := c.expect(failed(c.res))
 		if !slices.Equal(got, want) {
 			errs = append(errs, fmt.Sprintf("id %d (scenario %d): delivered %v, want %v", c.id, c.kind, got, want))
+		}
+		// A replace fails only when its id was cancelled by id before it.
+		if failed(c.rep) && (c.kind != scReplaceCancel || s.msgs[c.cancel].Recorded > c.repRec) {
+			errs = append(errs, fmt.Sprintf("id %d (scenario %d): replace failed: %s", c.id, c.kind, s.w.failed[c.rep]))
 		}
 		if c.res < 0 {
 			continue
@@ -381,10 +471,12 @@ func (s *sim) check() []string {
 		age := s.w.decided[c.res] - s.msgs[c.res].Recorded
 		graceEnd := s.msgs[c.res].Recorded + grace.Milliseconds()
 		switch {
+		case c.kind == scGhost && !failed(c.res):
+			errs = append(errs, fmt.Sprintf("id %d: reschedule of an id never submitted not reported (decided %v old)", c.id, time.Duration(age)*time.Millisecond))
 		case !ok && age >= grace.Milliseconds() && !failed(c.res):
 			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule of an unknown id decided %v old not failed", c.id, c.kind, time.Duration(age)*time.Millisecond))
 		case ok && failed(c.res) && written < graceEnd-margin.Milliseconds():
-			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule failed though its task came within its grace (written %d, grace end %d)", c.id, c.kind, written, graceEnd))
+			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule failed though its task came within its grace (written %d, grace end %d): %s", c.id, c.kind, written, graceEnd, s.w.failed[c.res]))
 		}
 		if c.submit >= 0 && failed(c.submit) {
 			errs = append(errs, fmt.Sprintf("id %d (scenario %d): submit failed: %s", c.id, c.kind, s.w.failed[c.submit]))
@@ -437,7 +529,7 @@ func TestModel(t *testing.T) {
 			rng: rand.New(rand.NewPCG(seed, 0)),
 			w: &world{rows: map[rowKey]row{}, index: map[rowKey]bool{}, ids: map[uint64]State{},
 				flags: map[uint64]bool{}, failed: map[int]string{}, decided: map[int]int64{}, written: map[uint64]int64{},
-				series: map[uint64]int64{}, sent: map[uint64][]sent{}},
+				series: map[uint64]int64{}, sent: map[uint64][]sent{}, checks: map[uint64]int{}},
 			now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
 		}
 		s.generate(8)

@@ -20,16 +20,25 @@ func Track(next []Occurrence) []Write {
 }
 
 // Stopped returns the cancel markers for the next occurrences whose names
-// are cancelled by id alone (states read back after Track's writes,
-// aligned with next). Ingest's cancel by id writes d:x before it reads
+// are cancelled by id alone, or replaced by a replace recorded after the
+// series' submit (states read back after Track's writes, aligned with
+// next). Ingest's cancel by id writes d:x (a replace d:u) before it reads
 // d:a, and the scanner writes d:a before it reads d:x, so one of the two
 // sees the other and the occurrence is marked whichever comes first.
 func Stopped(next []Occurrence, states []State) []Mark {
 	var out []Mark
 	for i, st := range states {
-		if st.Cancelled {
+		if st.Over() {
 			out = append(out, Mark(next[i]))
 		}
 	}
 	return out
+}
+
+// Over reports whether the name's series is over: cancelled by id alone,
+// or replaced by a replace recorded after its submit. The scanner
+// delivers no occurrence of such a name.
+func (s State) Over() bool {
+	rep := s.replaced()
+	return s.Cancelled || (rep != 0 && rep >= s.SubmitRecorded)
 }

@@ -17,6 +17,10 @@ type State struct {
 	// Cancelled: cancelled by id alone (cell d:x). It stays, so that a
 	// task arriving later, and every later occurrence, is cancelled too.
 	Cancelled bool
+	// CancelRecorded is the record timestamp of the latest cancel by id
+	// alone (cell d:xr): a replace recorded before it is superseded, one
+	// recorded after it refused.
+	CancelRecorded int64
 	// SubmitRecorded and MoveRecorded are the record timestamps (unix ms)
 	// of the messages that wrote Submitted and Moving (cells d:sr, d:rr);
 	// 0 in rows written before they existed. They tell a reschedule from
@@ -29,7 +33,30 @@ type State struct {
 	// reschedule in Moving is void: a re-read of it fails again and moves
 	// no task.
 	MoveFailed int64
+	// Replacing and ReplaceRecorded are the new due time and the record
+	// timestamp of the latest replace of the name (cells d:u, d:ur),
+	// written before it is decided, as Moving is.
+	Replacing       int64
+	ReplaceRecorded int64
+	// Version is the record timestamp of the replace whose task row is the
+	// name's current one (cell d:v, written with At once the replace is
+	// carried out); 0 while the current row is the submit's. Row derives
+	// the row's id from it.
+	Version int64
 }
+
+// Row returns the id of the name's current task row, for the name whose
+// id is id: id itself, or the row of the latest replace carried out.
+func (s State) Row(id uint64) uint64 {
+	if s.Version != 0 {
+		return VersionID(id, s.Version)
+	}
+	return id
+}
+
+// replaced returns the record timestamp of the latest replace of the name
+// written or carried out, 0 when there is none.
+func (s State) replaced() int64 { return max(s.ReplaceRecorded, s.Version) }
 
 // moving returns the reschedule's target, 0 when there is none or it
 // failed.
@@ -59,11 +86,18 @@ type Write struct {
 	At        int64  // d:a
 	Moving    int64  // d:r
 	Cancel    bool   // d:x
+	// CancelRecorded (d:xr) goes with Cancel.
+	CancelRecorded int64
 	// SubmitRecorded and MoveRecorded (d:sr, d:rr) go with Submitted and
 	// Moving.
 	SubmitRecorded int64
 	MoveRecorded   int64
 	MoveFailed     int64 // d:rf
+	// Replacing and ReplaceRecorded (d:u, d:ur): a replace's cell;
+	// Version (d:v): the replace carried out, with At.
+	Replacing       int64
+	ReplaceRecorded int64
+	Version         int64
 }
 
 // Apply returns s after w: what every id-row store must read back after
@@ -86,6 +120,18 @@ func (s State) Apply(w Write) State {
 	}
 	if w.MoveFailed != 0 {
 		s.MoveFailed = w.MoveFailed
+	}
+	if w.CancelRecorded != 0 {
+		s.CancelRecorded = w.CancelRecorded
+	}
+	if w.Replacing != 0 {
+		s.Replacing = w.Replacing
+	}
+	if w.ReplaceRecorded != 0 {
+		s.ReplaceRecorded = w.ReplaceRecorded
+	}
+	if w.Version != 0 {
+		s.Version = w.Version
 	}
 	s.Cancelled = s.Cancelled || w.Cancel
 	return s

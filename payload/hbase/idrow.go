@@ -25,6 +25,10 @@ const (
 	colIDSubRec    = "sr" // record time of the latest submit (taskstate.State)
 	colIDMoveRec   = "rr" // record time of the latest reschedule
 	colIDMoveFail  = "rf" // record time of a reschedule failed for an unknown id
+	colIDCancelRec = "xr" // record time of the latest cancel by id alone
+	colIDReplacing = "u"  // latest replace's due time (update)
+	colIDRepRec    = "ur" // its record time
+	colIDVersion   = "v"  // record time of the replace carried out (its row's VersionID)
 )
 
 var _ payload.IDStore = (*Store)(nil)
@@ -47,13 +51,14 @@ func (h *Store) PutIDs(ctx context.Context, writes []payload.IDWrite) (err error
 		for _, c := range []struct {
 			col string
 			ms  int64
-		}{{colIDSubmitted, w.Submitted}, {colIDAt, w.At}, {colIDMoving, w.Moving}} {
+		}{{colIDSubmitted, w.Submitted}, {colIDAt, w.At}, {colIDMoving, w.Moving}, {colIDReplacing, w.Replacing}} {
 			if c.ms != 0 { // Moving -1 clears: an 8-byte 0
 				cols[c.col] = binary.BigEndian.AppendUint64(nil, uint64(max(c.ms, 0)))
 				latest = max(latest, c.ms)
 			}
 		}
-		for col, ms := range map[string]int64{colIDSubRec: w.SubmitRecorded, colIDMoveRec: w.MoveRecorded, colIDMoveFail: w.MoveFailed} {
+		for col, ms := range map[string]int64{colIDSubRec: w.SubmitRecorded, colIDMoveRec: w.MoveRecorded, colIDMoveFail: w.MoveFailed,
+			colIDRepRec: w.ReplaceRecorded, colIDVersion: w.Version, colIDCancelRec: w.CancelRecorded} {
 			if ms > 0 {
 				cols[col] = binary.BigEndian.AppendUint64(nil, uint64(ms))
 			}
@@ -123,6 +128,14 @@ func (h *Store) GetIDs(ctx context.Context, ids []uint64) (_ []payload.IDState, 
 					s.MoveRecorded = ms()
 				case colIDMoveFail:
 					s.MoveFailed = ms()
+				case colIDCancelRec:
+					s.CancelRecorded = ms()
+				case colIDReplacing:
+					s.Replacing = ms()
+				case colIDRepRec:
+					s.ReplaceRecorded = ms()
+				case colIDVersion:
+					s.Version = ms()
 				}
 			}
 		}

@@ -9,8 +9,8 @@ import (
 
 // testIDRows checks the id rows: cells written apart are read together, a
 // zero field leaves its cell, Moving -1 clears it, cancel sticks, the
-// record times (taskstate.State) are kept, State
-// and State reads them.
+// record times and replace cells (taskstate.State) are kept, and State
+// reads them.
 func testIDRows(t *testing.T, s payload.Store, w window) {
 	ids, ok := s.(payload.StateReader)
 	if !ok {
@@ -21,7 +21,7 @@ func testIDRows(t *testing.T, s payload.Store, w window) {
 	writes := []payload.IDWrite{
 		{ID: a.ID, Name: a.Name, Submitted: a.ExecAt},
 		{ID: b.ID, Name: b.Name, Submitted: b.ExecAt, Moving: w.at(50_000), SubmitRecorded: 111, MoveRecorded: 222},
-		{ID: c.ID, Name: c.Name, Cancel: true},
+		{ID: c.ID, Name: c.Name, Cancel: true, CancelRecorded: 555, Replacing: w.at(70_000), ReplaceRecorded: 444, Version: 444},
 	}
 	if err := ids.PutIDs(ctx(t), writes); err != nil {
 		t.Fatalf("PutIDs: %v", err)
@@ -36,7 +36,7 @@ func testIDRows(t *testing.T, s payload.Store, w window) {
 	want := []payload.IDState{
 		{Submitted: a.ExecAt},
 		{Submitted: b.ExecAt, At: w.at(50_000), Moving: w.at(50_000), SubmitRecorded: 111, MoveRecorded: 222, MoveFailed: 333},
-		{Cancelled: true},
+		{Cancelled: true, CancelRecorded: 555, Replacing: w.at(70_000), ReplaceRecorded: 444, Version: 444},
 		{},
 	}
 	for i := range want {

@@ -80,7 +80,8 @@ delayd moves the task to the new due time, keeping its key, value and
 headers: the old time is not delivered, the new one is. delayd sends the
 reschedule to delay-failed, with the reason in delay-error, when the id is
 cancelled, already due, or unknown (no task of that id submitted within
-30 s after the reschedule); it never moves a task submitted later than that.
+30 s after the reschedule: reported when those 30 s end); it never moves a
+task submitted later than that.
 Check the result with inspect.`,
 		Example: `  delayctl reschedule --id reminder-42 --after 2h
   delayctl reschedule --id reminder-42 --at 2030-01-02T15:04:05Z`,

@@ -73,7 +73,28 @@ func (c *clientFlags) client(g *globals) (*delayq.Client, error) {
 	return delayq.New(delayq.Config{Brokers: g.brokers, TLS: g.auth.TLS(), SASL: g.auth.SASL(), Node: c.node.id(), Input: c.input, Slow: c.slow})
 }
 
-func newSubmit(sys *IO, g *globals) *cobra.Command {
+func newSubmit(sys *IO, g *globals) *cobra.Command { return taskCommand(sys, g, false) }
+
+// newReplace is submit's twin for delay-op replace: --id required, no
+// recurrence.
+func newReplace(sys *IO, g *globals) *cobra.Command {
+	cmd := taskCommand(sys, g, true)
+	cmd.Use = "replace --id ID --topic T (--at TIME | --after DURATION) [flags] [VALUE]"
+	cmd.Short = "Replace the task with this id: new value, headers and due time"
+	cmd.Long = `replace writes a task with delay-op: replace: delayd stores it in place of
+the task with this id, whichever of the two it reads first. The old task is
+never delivered; the new one is delivered once, at its own due time. A
+replace of an id with no task stored acts as a submit; one of an id
+cancelled by id alone goes to delay-failed. It takes submit's flags, --id
+required, and no recurrence (--every, --cron …).`
+	cmd.Flags().Lookup("id").Usage = "id of the task to replace (required)"
+	cmd.Example = `  delayctl replace --id reminder-42 --topic orders --after 2h '{"remind":"pay now"}'
+  delayctl replace --id reminder-42 --topic orders --at 2030-01-02T15:04:05Z --file payload.json`
+	return cmd
+}
+
+// taskCommand is submit, or replace.
+func taskCommand(sys *IO, g *globals, replace bool) *cobra.Command {
 	var (
 		topic, id, key, file string
 		cron, tz             string
@@ -105,6 +126,9 @@ time: cancel and inspect take both.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := require(cmd, "topic"); err != nil {
+				return err
+			}
+			if err := requireID(cmd, replace); err != nil {
 				return err
 			}
 			atSet, afterSet := cmd.Flags().Changed("at"), cmd.Flags().Changed("after")
@@ -148,7 +172,11 @@ time: cancel and inspect take both.`,
 			if err := g.checkKafka(ctx); err != nil {
 				return err
 			}
-			r, err := c.Submit(ctx, task)
+			send := c.Submit
+			if replace {
+				send = c.Replace
+			}
+			r, err := send(ctx, task)
 			if err != nil {
 				return err
 			}
@@ -167,13 +195,23 @@ time: cancel and inspect take both.`,
 	fs.StringVar(&key, "key", "", "message key (default: none)")
 	fs.StringArrayVarP(&headers, "header", "H", nil, "header key=value, repeatable")
 	fs.StringVar(&file, "file", "", "read the value from this file (- for stdin)")
-	fs.Var(every, "every", "repeat every this long (at least 1s); the first occurrence at --at/--after")
-	fs.StringVar(&cron, "cron", "", `repeat on this five-field cron schedule ("0 9 * * *", "@daily"), not with --every`)
-	fs.StringVar(&tz, "tz", "", "IANA time zone of --cron (default UTC)")
-	fs.Var(until, "until", "no occurrence after this time: "+timeHelp)
-	fs.IntVar(&count, "count", 0, "at most this many occurrences (default: no limit)")
-	cf.register(cmd, true)
+	if !replace {
+		fs.Var(every, "every", "repeat every this long (at least 1s); the first occurrence at --at/--after")
+		fs.StringVar(&cron, "cron", "", `repeat on this five-field cron schedule ("0 9 * * *", "@daily"), not with --every`)
+		fs.StringVar(&tz, "tz", "", "IANA time zone of --cron (default UTC)")
+		fs.Var(until, "until", "no occurrence after this time: "+timeHelp)
+		fs.IntVar(&count, "count", 0, "at most this many occurrences (default: no limit)")
+	}
+	cf.register(cmd, !replace)
 	return cmd
+}
+
+// requireID: a replace names the task it replaces.
+func requireID(cmd *cobra.Command, replace bool) error {
+	if !replace {
+		return nil
+	}
+	return require(cmd, "id")
 }
 
 // readValue takes the value from the argument, --file, or stdin, exactly
