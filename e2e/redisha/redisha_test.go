@@ -23,7 +23,7 @@ func TestSentinelFailover(t *testing.T) {
 	if !isMaster(masterPort) {
 		t.Fatalf("redis on %d is not the master at the start", masterPort)
 	}
-	d := e.Start("d0", "--redis", ports(sentinelPorts, ","), "--redis-master", masterName, "--redis-min-replicas", "1")
+	d := e.Start("d0", "--redis", ports(sentinelPorts, ","), "--redis-master", masterName, "--redis-min-replicas", "1", "--repair-interval", "1s")
 	p := e.NewPhase(t, "sentinel", []*e2etest.Delayd{d})
 	p.At(faultAt)
 	killed := time.Now()
