@@ -4,7 +4,7 @@ GO    ?= go
 # Set by `make test` when it had to start the stack, so that it stops it again.
 STARTED := .local/.started-by-make
 
-.PHONY: up down status run test vet lint unit integration tools image dist redisloss-large
+.PHONY: up down status run test vet lint unit integration tools image dist faults redisloss-large
 
 up:
 	$(STACK) up
@@ -106,6 +106,16 @@ dist:
 	done
 	@rm -rf dist/.build
 	@cd dist && sha256sum delayq_$(VERSION)_*.tar.gz >delayq_$(VERSION)_SHA256SUMS && cat delayq_$(VERSION)_SHA256SUMS
+
+# The fault tests alone, each printing its summary line (-v): e2e/fault
+# (one node of each service stopped and killed), e2e/failover (Kafka and
+# HBase as clusters: brokers and a RegionServer killed, regions moved, the
+# HBase master killed), e2e/redisha (Redis failovers) and e2e/redisloss
+# (the Redis index lost). Each starts a private stack on ports of its own;
+# e2e/redisha and e2e/redisloss use the shared stack's HBase (`make up`).
+# `make test` runs them too; each package doc says how long it takes.
+faults:
+	$(GO) test -count=1 -v -timeout 40m ./e2e/fault ./e2e/failover ./e2e/redisha ./e2e/redisloss
 
 # Issue 27's total-loss scenario at full size, outside `make test`: 200,000
 # tasks pending over the next 10 minutes, FLUSHALL and a wiped Redis under

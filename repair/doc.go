@@ -20,14 +20,16 @@
 // its AOF also has a new master_replid, but no master_replid2, and lost
 // nothing it acknowledged (Redis writes the AOF before it answers; only an
 // OS crash with appendfsync everysec loses its last second): its new id is
-// recorded, nothing repaired. Not checked on a Redis Cluster, where INFO
-// answers for one node of many. Either way the first process to see it records lost = now (HSETNX: the first
-// detection stands, so a repair that dies is redone over the same range)
-// and every process tries the redsync lock {prefix}:repair:lock; the one
-// that takes it repairs, extending the lock while it runs, and closes the
-// loss with a Lua script that writes a new id only while lost is still the
-// one it repaired. A Redis flushed again mid-repair has no lost field
-// then, and the next check starts over.
+// recorded, nothing repaired. On a Redis Cluster the ids of every master
+// are recorded (ReplID asks each), and a replica promoted in place of any
+// of them shows the same way; a master added or one restarted from its
+// AOF is recorded. Either way the first process to see it records lost =
+// now (HSETNX: the first detection stands, so a repair that dies is redone
+// over the same range) and every process tries the redsync lock
+// {prefix}:repair:lock; the one that takes it repairs, extending the lock
+// while it runs, and closes the loss with a Lua script that writes a new
+// id only while lost is still the one it repaired. A Redis flushed again
+// mid-repair has no lost field then, and the next check starts over.
 //
 // # Repair (Run)
 //

@@ -6,11 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/redisconn"
 )
 
 // Marker is what the generation hash {prefix}:generation holds.
@@ -20,7 +24,8 @@ type Marker struct {
 	// flushed Redis lacks it.
 	ID string
 	// ReplID is the master_replid of the Redis that held the index when
-	// the marker was last confirmed; empty on a Redis Cluster.
+	// the marker was last confirmed (on a Redis Cluster, of every master:
+	// Replication.ID).
 	ReplID string
 	// Lost is when a loss was detected (unix ms) while its repair has not
 	// completed; 0 otherwise.
@@ -99,42 +104,81 @@ func (g *Generation) SetReplID(ctx context.Context, replID string) error {
 	return nil
 }
 
-// Replication is what INFO replication says of the Redis a client talks
-// to: master_replid and master_replid2. A replica promoted to master keeps
-// its old master's id as ID2; a master restarted from its files has a new
-// ID and no ID2 (all zeros).
+// Replication is what INFO replication says of the masters a client
+// writes to: their master_replid (ID) and master_replid2 (ID2), each
+// list sorted by ID and joined with commas (one entry on a single Redis
+// or a Sentinel master, one per master on a Redis Cluster). A replica
+// promoted to master keeps its old master's id as its ID2; a master
+// restarted from its files has a new ID and no ID2 (all zeros).
 type Replication struct{ ID, ID2 string }
 
-// promotedFrom reports whether r is a replica promoted since it followed
-// a master of id old.
-func (r Replication) promotedFrom(old string) bool { return old != "" && r.ID2 == old }
-
-// ReplID returns the replication ids of the Redis client talks to; zero on
-// a Redis Cluster (INFO would answer for one node of many) or a server
-// that refuses INFO replication.
-func ReplID(ctx context.Context, client redis.UniversalClient) (Replication, error) {
-	c, ok := client.(*redis.Client)
-	if !ok {
-		return Replication{}, nil
+// promotedFrom reports whether a master of r is a replica promoted since
+// it followed a master whose id is among old (a Replication.ID).
+func (r Replication) promotedFrom(old string) bool {
+	if old == "" || r.ID2 == "" {
+		return false
 	}
-	info, err := c.Info(ctx, "replication").Result()
-	var refused redis.Error
-	if errors.As(err, &refused) {
-		return Replication{}, nil // a server without the section (miniredis): no id to follow
-	}
-	if err != nil {
-		return Replication{}, fmt.Errorf("repair: info replication: %w", err)
-	}
-	var r Replication
-	for line := range strings.SplitSeq(info, "\n") {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "master_replid:"); ok {
-			r.ID = v
-		} else if v, ok := strings.CutPrefix(line, "master_replid2:"); ok {
-			r.ID2 = v
+	olds := strings.Split(old, ",")
+	for id2 := range strings.SplitSeq(r.ID2, ",") {
+		if slices.Contains(olds, id2) {
+			return true
 		}
 	}
-	return r, nil
+	return false
+}
+
+// ReplID returns the replication ids of the masters client writes to:
+// the one Redis (or Sentinel master), or every master of a Redis Cluster,
+// so that a replica promoted in place of any of them shows. A server that
+// refuses INFO replication (miniredis) has none: the zero Replication.
+func ReplID(ctx context.Context, client redis.UniversalClient) (Replication, error) {
+	type ids struct{ id, id2 string }
+	var (
+		mu      sync.Mutex
+		masters []ids
+		refused bool
+	)
+	err := redisconn.ForEachMaster(ctx, client, func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "replication").Result()
+		var rerr redis.Error
+		if errors.As(err, &rerr) {
+			mu.Lock()
+			refused = true // a server without the section: no id to follow
+			mu.Unlock()
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Options().Addr, err)
+		}
+		var m ids
+		for line := range strings.SplitSeq(info, "\n") {
+			line = strings.TrimSpace(line)
+			if v, ok := strings.CutPrefix(line, "master_replid:"); ok {
+				m.id = v
+			} else if v, ok := strings.CutPrefix(line, "master_replid2:"); ok {
+				m.id2 = v
+			}
+		}
+		mu.Lock()
+		masters = append(masters, m)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		if cc, ok := client.(*redis.ClusterClient); ok {
+			cc.ReloadState(ctx) // a master gone: ask the cluster for its masters again
+		}
+		return Replication{}, fmt.Errorf("repair: info replication: %w", err)
+	}
+	if refused {
+		return Replication{}, nil
+	}
+	slices.SortFunc(masters, func(a, b ids) int { return strings.Compare(a.id, b.id) })
+	var id, id2 []string
+	for _, m := range masters {
+		id, id2 = append(id, m.id), append(id2, m.id2)
+	}
+	return Replication{ID: strings.Join(id, ","), ID2: strings.Join(id2, ",")}, nil
 }
 
 func newID() string {

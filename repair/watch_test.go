@@ -104,7 +104,11 @@ func TestPromotedFrom(t *testing.T) {
 		{"restarted from its files", Replication{ID: fresh, ID2: zero}, old, false},
 		{"promoted replica", Replication{ID: fresh, ID2: old}, old, true},
 		{"nothing stored yet", Replication{ID: fresh, ID2: zero}, "", false},
-		{"cluster: no ids", Replication{}, "", false},
+		{"no ids (miniredis)", Replication{}, "", false},
+		{"cluster: same masters", Replication{ID: "aaaa,cccc", ID2: zero + "," + zero}, "aaaa,cccc", false},
+		{"cluster: a master added", Replication{ID: "aaaa,cccc,dddd", ID2: zero + "," + zero + "," + zero}, "aaaa,cccc", false},
+		{"cluster: a master's replica promoted", Replication{ID: "bbbb,cccc", ID2: "aaaa," + zero}, "aaaa,cccc", true},
+		{"cluster: the other master's replica promoted", Replication{ID: "aaaa,dddd", ID2: zero + ",cccc"}, "aaaa,cccc", true},
 	}
 	for _, tc := range tests {
 		if got := tc.r.promotedFrom(tc.stored); got != tc.want {

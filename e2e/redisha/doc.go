@@ -11,17 +11,25 @@
 // shared stack's. None of these ports is another package's. The private
 // Kafka keeps the fixed consumer groups away from the shared stack's.
 //
-// Each test runs one delayd with --redis-min-replicas 1 and input from an
+// Each test runs one delayd (--repair-interval 1s) and input from an
 // outside kafka-go producer (e2etest.Source: 400 tasks/s, delays 0-30 s,
 // about 3 % cancelled, 13 malformed messages); 10 s in, the master is
 // killed -9:
 //
-//   - TestSentinelFailover: the Sentinel master; once the sentinels name
-//     the promoted replica, the old master is started again, as a replica
-//     of the new one (until it is in sync, WAIT finds no replica and
-//     ingest stalls);
-//   - TestClusterFailover: the cluster master on 21402; its replica takes
-//     its slots, and the old master comes back as a replica.
+//   - TestSentinelFailover (--redis-min-replicas 1): the Sentinel master;
+//     once the sentinels name the promoted replica, the old master is
+//     started again, as a replica of the new one (until it is in sync,
+//     WAIT finds no replica and ingest stalls);
+//   - TestClusterFailover (--redis-min-replicas 1): the cluster master on
+//     21402; its replica takes its slots, and the old master comes back
+//     as a replica;
+//   - TestSentinelRepair (no --redis-min-replicas): the Sentinel master
+//     again, whichever node it is now; what the replica had not received
+//     is lost with the master, and the repair from HBase brings it back.
+//
+// The cluster failover and TestSentinelRepair must also show that delayd
+// saw the promotion by the replication ids (WARN "redis index lost data"
+// with cause replid) and completed the repair.
 //
 // Each is judged like e2e/failover's faults: nothing lost, early or
 // unknown, no cancelled task delivered, no valid task or cancel in
@@ -32,6 +40,6 @@
 // promotion seen), when the old master was in sync as a replica, the
 // longest gap between deliveries and the recovery of lateness.
 //
-// The package takes about 2.5 minutes. With -short (outside CI) it is
+// The package takes about 4 minutes. With -short (outside CI) it is
 // skipped; under CI=true a stack that does not start fails it.
 package redisha
