@@ -357,7 +357,7 @@ func (d *Daemon) probes(rdb redis.UniversalClient, store Store) []probe {
 			_, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topics.Scan}})
 			return d.auth.Explain(err)
 		}},
-		{DepRedis, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+		{DepRedis, func(ctx context.Context) error { return redisconn.Explain(ctx, rdb, rdb.Ping(ctx).Err()) }},
 	}
 	dep := DepHBase
 	if d.opts.Store != nil {

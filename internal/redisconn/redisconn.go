@@ -252,12 +252,13 @@ func New(c Config) (redis.UniversalClient, error) {
 	return redis.NewUniversalClient(o), nil
 }
 
-// Ping checks that rdb answers. A single-Redis client that reaches a
-// Redis Cluster node gets ErrClusterNode, which says to list several seeds
-// or select cluster mode.
+// Ping checks that rdb answers; a failure says what a TLS server that
+// ended the session gave as its cause (Explain). A single-Redis client
+// that reaches a Redis Cluster node gets ErrClusterNode, which says to
+// list several seeds or select cluster mode.
 func Ping(ctx context.Context, rdb redis.UniversalClient) error {
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		return err
+		return Explain(ctx, rdb, err)
 	}
 	if _, ok := rdb.(*redis.Client); !ok {
 		return nil

@@ -228,3 +228,48 @@ func TestPingSingle(t *testing.T) {
 		t.Fatal("Ping with a wrong password succeeded")
 	}
 }
+
+// TestExplainCertificateRequired: whatever error a client without its
+// certificate saw first (in TLS 1.3 often a reset connection, when its
+// command went out before the server's alert came in), Explain names the
+// server's cause; a Redis that answered, or a session the server keeps,
+// leaves the error as it was.
+func TestExplainCertificateRequired(t *testing.T) {
+	pki := tlsfilestest.New(t)
+	m, err := miniredis.RunTLS(pki.ServerTLS(tls.RequireAndVerifyClientCert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	reset := errors.New("write tcp 127.0.0.1:1->127.0.0.1:2: write: connection reset by peer")
+	client := func(cfg Config) redis.UniversalClient {
+		cfg.Addrs, cfg.DialerRetries, cfg.MaxRetries = []string{m.Addr()}, 1, -1
+		rdb, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
+	noCert := client(Config{TLSCA: pki.CAFile})
+	got := Explain(t.Context(), noCert, reset)
+	if !strings.Contains(got.Error(), "certificate required") || !errors.Is(got, reset) {
+		t.Errorf("Explain without a client certificate = %v, want the alert, wrapping the first error", got)
+	}
+	if err := Ping(t.Context(), noCert); err == nil || !strings.Contains(err.Error(), "certificate required") {
+		t.Errorf("Ping without a client certificate = %v, want it to name the alert", err)
+	}
+	withCert := client(Config{TLSCA: pki.CAFile, TLSCert: pki.ClientCert, TLSKey: pki.ClientKey})
+	if got := Explain(t.Context(), withCert, reset); got != reset {
+		t.Errorf("Explain with the certificate = %v, want the error unchanged", got)
+	}
+	plain := miniredis.RunT(t)
+	answered := redis.NewClient(&redis.Options{Addr: plain.Addr()}).Do(t.Context(), "nosuchcommand").Err()
+	var re redis.Error
+	if !errors.As(answered, &re) {
+		t.Fatalf("nosuchcommand answered %v, want an error of Redis", answered)
+	}
+	if got := Explain(t.Context(), noCert, answered); got != answered {
+		t.Errorf("Explain of an answer of Redis = %v, want it unchanged", got)
+	}
+}
