@@ -131,12 +131,7 @@ func TestOptions(t *testing.T) {
 // --redis-tls-key it answers; without the certificate, or with only the
 // system roots, it does not.
 func TestMutualTLS(t *testing.T) {
-	pki := tlsfilestest.New(t)
-	m, err := miniredis.RunTLS(pki.ServerTLS(tls.RequireAndVerifyClientCert))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	pki, m := mutualTLSRedis(t)
 	tests := []struct {
 		name string
 		cfg  Config
@@ -235,12 +230,7 @@ func TestPingSingle(t *testing.T) {
 // server's cause; a Redis that answered, or a session the server keeps,
 // leaves the error as it was.
 func TestExplainCertificateRequired(t *testing.T) {
-	pki := tlsfilestest.New(t)
-	m, err := miniredis.RunTLS(pki.ServerTLS(tls.RequireAndVerifyClientCert))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	pki, m := mutualTLSRedis(t)
 	reset := errors.New("write tcp 127.0.0.1:1->127.0.0.1:2: write: connection reset by peer")
 	client := func(cfg Config) redis.UniversalClient {
 		cfg.Addrs, cfg.DialerRetries, cfg.MaxRetries = []string{m.Addr()}, 1, -1
@@ -272,4 +262,17 @@ func TestExplainCertificateRequired(t *testing.T) {
 	if got := Explain(t.Context(), noCert, answered); got != answered {
 		t.Errorf("Explain of an answer of Redis = %v, want it unchanged", got)
 	}
+}
+
+// mutualTLSRedis is a miniredis on TLS that requires a client certificate
+// of pki, closed when the test ends.
+func mutualTLSRedis(t *testing.T) (*tlsfilestest.PKI, *miniredis.Miniredis) {
+	t.Helper()
+	pki := tlsfilestest.New(t)
+	m, err := miniredis.RunTLS(pki.ServerTLS(tls.RequireAndVerifyClientCert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return pki, m
 }
