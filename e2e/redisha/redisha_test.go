@@ -48,7 +48,7 @@ func TestSentinelRepair(t *testing.T) {
 	if !isMaster(masterPort) {
 		master, replica = replica, master // TestSentinelFailover ran before
 	}
-	newPort := map[string]int{"redis": masterPort, "redis-replica": replicaPort}[replica]
+	port := map[string]int{"redis": masterPort, "redis-replica": replicaPort}
 	d := e.Start("d0", "--redis", ports(sentinelPorts, ","), "--redis-master", masterName, "--repair-interval", "1s")
 	waitFor(t, "the generation marker recorded", 30*time.Second, func() bool { return marked(d) })
 	p := e.NewPhase(t, "sentinel-repair", []*e2etest.Delayd{d})
@@ -56,12 +56,10 @@ func TestSentinelRepair(t *testing.T) {
 	killed := time.Now()
 	stackCmd(t, "stop", "--kill", master)
 	promoted := waitFor(t, "replica promoted by the sentinels", 30*time.Second, func() bool {
-		return isMaster(newPort) && sentinelsName(newPort)
+		return isMaster(port[replica]) && sentinelsName(port[replica])
 	})
 	stackCmd(t, "start", master)
-	back := waitFor(t, "old master in sync as a replica", time.Minute, func() bool {
-		return linkUp(map[string]int{"redis": masterPort, "redis-replica": replicaPort}[master])
-	})
+	back := waitFor(t, "old master in sync as a replica", time.Minute, func() bool { return linkUp(port[master]) })
 	judge(t, p, killed, back, fmt.Sprintf("%s killed -9 without --redis-min-replicas, %s promoted after %v, old master in sync as its replica %v after the kill",
 		master, replica, e2etest.Ms(promoted.Sub(killed)), e2etest.Ms(back.Sub(killed))))
 	mustRepair(t, d)
