@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -26,11 +27,7 @@ func (g guardedIndex) Flagged(ctx context.Context, ids []uint64) ([]bool, error)
 	if ok {
 		return g.OpFlags.Flagged(ctx, ids)
 	}
-	all := make([]bool, len(ids))
-	for i := range all {
-		all[i] = true
-	}
-	return all, nil
+	return slices.Repeat([]bool{true}, len(ids)), nil
 }
 
 // newRepair returns the index ingest uses and the role that detects a

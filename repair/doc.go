@@ -16,14 +16,15 @@
 // that is new, restarted without its data or flushed lacks the id. A
 // replica promoted by a failover (Sentinel, or REPLICAOF NO ONE) answers
 // with a new master_replid and the old master's as master_replid2: it may
-// lack the writes its master acknowledged last. A master restarted from
-// its AOF also has a new master_replid, but no master_replid2, and lost
-// nothing it acknowledged (Redis writes the AOF before it answers; only an
-// OS crash with appendfsync everysec loses its last second): its new id is
-// recorded, nothing repaired. On a Redis Cluster the ids of every master
-// are recorded (ReplID asks each), and a replica promoted in place of any
-// of them shows the same way; a master added or one restarted from its
-// AOF is recorded. Either way the first process to see it records lost =
+// lack the writes its master acknowledged last (cause replid). A master
+// restarted from its AOF has a new master_replid and no master_replid2,
+// and may lack its last acknowledged writes too (cause restart): with
+// appendfsync everysec Redis answers writes before it writes them to the
+// AOF while a background fsync is slow, up to 2 s of them, and an OS
+// crash loses the last second. On a Redis Cluster the ids of every master
+// are recorded (ReplID asks each): a replica promoted in place of any of
+// them, or a master restarted, shows the same way; a master added is only
+// recorded. Either way the first process to see it records lost =
 // now (HSETNX: the first detection stands, so a repair that dies is redone
 // over the same range) and every process tries the redsync lock
 // {prefix}:repair:lock; the one that takes it repairs, extending the lock
@@ -58,9 +59,9 @@
 // (started after the loss) re-delivers what fell due in the Lookback. It leaves out tasks whose id row a message recorded
 // after lost + Margin wrote (d:sr, d:rr): ingest has indexed those in the
 // new index, and one that fell due since may have been delivered already.
-// After a failover it also leaves out tasks recorded before lost −
-// Failover: the old master's replica had those long before it was
-// promoted. It adds without asking the index first (Unchecked): an Add of
+// After a failover or a restart it also leaves out tasks recorded more
+// than Failover before the master was last seen up (the last check that
+// found it, else lost): the replica, or the AOF, had those long before. It adds without asking the index first (Unchecked): an Add of
 // a task already there adds nothing, and the checks would be most of its
 // time. A task it adds that had fallen due is delivered at once, a second
 // time if it had been delivered before the loss: the price of the

@@ -112,19 +112,32 @@ func (g *Generation) SetReplID(ctx context.Context, replID string) error {
 // restarted from its files has a new ID and no ID2 (all zeros).
 type Replication struct{ ID, ID2 string }
 
-// promotedFrom reports whether a master of r is a replica promoted since
-// it followed a master whose id is among old (a Replication.ID).
-func (r Replication) promotedFrom(old string) bool {
-	if old == "" || r.ID2 == "" {
-		return false
+// lossSince says what the masters of r, compared with the ids recorded
+// before (old, a Replication.ID), show of the index: causeReplID when one
+// of them is a replica promoted since it followed a master among old (a
+// failover: it may lack what that master acknowledged last), causeRestart
+// when a master of old is gone otherwise (restarted from its files: with
+// appendfsync everysec Redis answers writes it has not written to its AOF
+// yet while an fsync is slow, up to 2 s of them, and an OS crash loses
+// the last second; or removed from a cluster), "" when nothing was lost:
+// the same masters, a master added, or nothing recorded before.
+func (r Replication) lossSince(old string) string {
+	if old == "" || r.ID == "" {
+		return ""
 	}
 	olds := strings.Split(old, ",")
 	for id2 := range strings.SplitSeq(r.ID2, ",") {
 		if slices.Contains(olds, id2) {
-			return true
+			return causeReplID
 		}
 	}
-	return false
+	ids := strings.Split(r.ID, ",")
+	for _, id := range olds {
+		if !slices.Contains(ids, id) {
+			return causeRestart
+		}
+	}
+	return ""
 }
 
 // ReplID returns the replication ids of the masters client writes to:

@@ -42,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		})),
 		detected: metric.Register(reg, &errs, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "delayq_repair_loss_detected_total",
-			Help: "Losses of the Redis index detected, by cause (generation: the marker is gone; replid: the master's replication id changed).",
+			Help: "Losses of the Redis index detected, by cause (generation: the marker is gone; replid: a replica was promoted; restart: a master restarted from its files).",
 		}, []string{"cause"})),
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -50,8 +50,9 @@ type WatchConfig struct {
 	// watermark − Margin were stored when the index was last looked at.
 	Margin time.Duration
 	// Failover is how far before its detection a loss seen by a changed
-	// replication id may have started (default 2 min): such a repair only
-	// indexes tasks recorded since then, the writes a failover can lose.
+	// replication id (a failover or a restart) may have started (default
+	// 2 min): such a repair only indexes tasks recorded since then, the
+	// last writes a failover or a restart can lose.
 	Failover time.Duration
 	// LockExpiry is the repair lock's expiry, extended while the repair
 	// runs (default 30 s): a process that dies mid-repair hands it over
@@ -124,6 +125,7 @@ type WatchIndex interface {
 const (
 	causeGeneration = "generation" // the marker's id is gone: a new, flushed or wiped Redis
 	causeReplID     = "replid"     // a replica of the old master was promoted: a failover
+	causeRestart    = "restart"    // a master restarted from its files: its last writes may be gone
 )
 
 // Watcher detects that the Redis index lost data and repairs it from the
@@ -140,6 +142,9 @@ type Watcher struct {
 	// settled is the last look at the index before a loss (Settled);
 	// zero until one was taken.
 	settled Settled
+	// seen is when a check last found the marker's masters unchanged
+	// (unix ms; 0 before): a failover or restart came after it.
+	seen int64
 }
 
 // NewWatcher returns a Watcher of the index ix on client, repairing from
@@ -201,18 +206,16 @@ func (w *Watcher) Check(ctx context.Context) (bool, error) {
 	}
 	replID := repl.ID
 	if m.Lost == 0 {
-		cause := ""
+		cause := repl.lossSince(m.ReplID)
 		switch {
 		case m.ID == "":
 			cause = causeGeneration
-		case repl.promotedFrom(m.ReplID):
-			cause = causeReplID
+		case cause != "":
 		case replID != m.ReplID:
-			// First seen, or a master restarted from its files: its
-			// acknowledged writes were in the AOF (Redis writes it before
-			// it answers), so a process crash lost none.
+			// First seen, or a master added to a Redis Cluster.
 			return false, w.gen.SetReplID(ctx, replID)
 		default:
+			w.seen = time.Now().UnixMilli()
 			return false, w.sample(ctx, m)
 		}
 		if m, err = w.gen.MarkLost(ctx, time.Now().UnixMilli(), cause); err != nil {
@@ -320,8 +323,15 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		Recorded:  Window{To: m.Lost + w.cfg.Margin.Milliseconds()},
 		Unchecked: true, BatchSize: w.cfg.BatchSize, Checkers: w.cfg.Checkers, Metrics: w.cfg.Metrics,
 	}
-	if m.Cause == causeReplID {
-		cfg.Recorded.From = m.Lost - w.cfg.Failover.Milliseconds()
+	if m.Cause == causeReplID || m.Cause == causeRestart {
+		// The writes lost were acknowledged last before the master went,
+		// which was after this process last saw it (a Redis away longer
+		// than Failover is still covered).
+		lastUp := m.Lost
+		if w.seen != 0 {
+			lastUp = min(lastUp, w.seen)
+		}
+		cfg.Recorded.From = lastUp - w.cfg.Failover.Milliseconds()
 	}
 	if w.settled.Before != 0 {
 		// Deliveries that were held, or fell behind, reach back further

@@ -92,27 +92,28 @@ func TestWatcherRepairsAfterFlush(t *testing.T) {
 	}
 }
 
-func TestPromotedFrom(t *testing.T) {
+func TestLossSince(t *testing.T) {
 	const old, fresh, zero = "aaaa", "bbbb", "0000000000000000000000000000000000000000"
 	tests := []struct {
 		name   string
 		r      Replication
 		stored string
-		want   bool
+		want   string
 	}{
-		{"same master", Replication{ID: old, ID2: zero}, old, false},
-		{"restarted from its files", Replication{ID: fresh, ID2: zero}, old, false},
-		{"promoted replica", Replication{ID: fresh, ID2: old}, old, true},
-		{"nothing stored yet", Replication{ID: fresh, ID2: zero}, "", false},
-		{"no ids (miniredis)", Replication{}, "", false},
-		{"cluster: same masters", Replication{ID: "aaaa,cccc", ID2: zero + "," + zero}, "aaaa,cccc", false},
-		{"cluster: a master added", Replication{ID: "aaaa,cccc,dddd", ID2: zero + "," + zero + "," + zero}, "aaaa,cccc", false},
-		{"cluster: a master's replica promoted", Replication{ID: "bbbb,cccc", ID2: "aaaa," + zero}, "aaaa,cccc", true},
-		{"cluster: the other master's replica promoted", Replication{ID: "aaaa,dddd", ID2: zero + ",cccc"}, "aaaa,cccc", true},
+		{"same master", Replication{ID: old, ID2: zero}, old, ""},
+		{"restarted from its files", Replication{ID: fresh, ID2: zero}, old, causeRestart},
+		{"promoted replica", Replication{ID: fresh, ID2: old}, old, causeReplID},
+		{"nothing stored yet", Replication{ID: fresh, ID2: zero}, "", ""},
+		{"no ids (miniredis)", Replication{}, "", ""},
+		{"cluster: same masters", Replication{ID: "aaaa,cccc", ID2: zero + "," + zero}, "aaaa,cccc", ""},
+		{"cluster: a master added", Replication{ID: "aaaa,cccc,dddd", ID2: zero + "," + zero + "," + zero}, "aaaa,cccc", ""},
+		{"cluster: a master restarted", Replication{ID: "aaaa,eeee", ID2: zero + "," + zero}, "aaaa,cccc", causeRestart},
+		{"cluster: a master's replica promoted", Replication{ID: "bbbb,cccc", ID2: "aaaa," + zero}, "aaaa,cccc", causeReplID},
+		{"cluster: the other master's replica promoted", Replication{ID: "aaaa,dddd", ID2: zero + ",cccc"}, "aaaa,cccc", causeReplID},
 	}
 	for _, tc := range tests {
-		if got := tc.r.promotedFrom(tc.stored); got != tc.want {
-			t.Errorf("%s: promotedFrom = %v, want %v", tc.name, got, tc.want)
+		if got := tc.r.lossSince(tc.stored); got != tc.want {
+			t.Errorf("%s: lossSince = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -5,7 +5,10 @@
 // and recurring series running across both. delayd notices the generation marker gone and repairs the index
 // from HBase by itself (package repair); every pending task is delivered
 // once, no cancelled one is, a rescheduled one only at its new time, a
-// series' occurrences once each.
+// series' occurrences once each. TestLostTail kills Redis -9 and starts
+// it on an append-only file cut back by its last 1.5 s of writes, what an
+// appendfsync everysec Redis can lose: the restart shows by the master's
+// new replication id, and the same repair brings every task back.
 //
 // TestMain's first test starts a private stack of its own with
 // deploy/local/stack (data in .local/e2e-redisloss): Kafka on 22092/22093,

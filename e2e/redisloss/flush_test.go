@@ -252,21 +252,22 @@ func backlog(e *e2etest.Env, topic string, n int, span time.Duration, now time.T
 	return l, tasks, ops, after
 }
 
-// waitHealed waits until the generation marker of prefix is back with no
-// loss recorded, and returns when that was seen.
-func waitHealed(t *testing.T, rdb *redis.Client, prefix string, since time.Time) time.Time {
+// waitHealed waits until the generation marker of prefix records a
+// repair completed after the loss at lost and no loss since, and returns
+// when that repair completed.
+func waitHealed(t *testing.T, rdb *redis.Client, prefix string, lost time.Time) time.Time {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	for {
 		h, err := rdb.HGetAll(ctx, prefix+":generation").Result()
-		if err == nil && h["id"] != "" && h["lost"] == "" {
-			since, _ := strconv.ParseInt(h["since"], 10, 64)
+		since, _ := strconv.ParseInt(h["since"], 10, 64)
+		if err == nil && h["id"] != "" && h["lost"] == "" && since > lost.UnixMilli() {
 			return time.UnixMilli(since)
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("index not repaired %v after the flush (marker %v, %v)", time.Since(since), h, err)
+			t.Fatalf("index not repaired %v after the loss (marker %v, %v)", time.Since(lost), h, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
