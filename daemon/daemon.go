@@ -226,7 +226,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
 			Decode: decode,
 			Marks:  ix.Watermarks(), Retention: cfg.Retention, Logger: d.opts.Logger, Registerer: d.reg,
-			Replicas: replicas(rdb, cfg), FlagHold: 3 * max(cfg.RepairInterval, 0),
+			Replicas: replicas(rdb, cfg),
 		}, store, inIx, w)
 		if err != nil {
 			return err

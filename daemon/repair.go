@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,21 +16,46 @@ import (
 
 // guardedIndex is the index ingest uses: its op flags are believed only
 // while the generation marker says the index lost nothing (see package
-// repair, FlagsTrusted); otherwise every submit reads its id row.
+// repair, FlagsTrusted) and no call of ingest's to Redis failed in the
+// last hold; otherwise every submit reads its id row. A Redis that comes
+// back from a crash or a failover may lack the flags of the writes it
+// acknowledged last, and the loss watcher needs up to its interval to see
+// it and mark the loss: hold (3 × --repair-interval) covers that.
 type guardedIndex struct {
 	ingestIndex
-	gen *repair.Generation
+	gen    *repair.Generation
+	hold   time.Duration
+	failed atomic.Int64 // unix ns of the last failed call, 0: none
 }
 
-func (g guardedIndex) Flagged(ctx context.Context, ids []uint64) ([]bool, error) {
+func (g *guardedIndex) Add(ctx context.Context, now time.Time, entries []zset.Entry) error {
+	return g.note(g.ingestIndex.Add(ctx, now, entries))
+}
+
+func (g *guardedIndex) FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) error {
+	return g.note(g.ingestIndex.FlagOps(ctx, ids, ttl))
+}
+
+func (g *guardedIndex) Flagged(ctx context.Context, ids []uint64) ([]bool, error) {
 	ok, err := g.gen.FlagsTrusted(ctx)
 	if err != nil {
-		return nil, err
+		return nil, g.note(err)
 	}
-	if ok {
-		return g.OpFlags.Flagged(ctx, ids)
+	if ok && time.Since(time.Unix(0, g.failed.Load())) >= g.hold {
+		flagged, err := g.OpFlags.Flagged(ctx, ids)
+		return flagged, g.note(err)
 	}
 	return slices.Repeat([]bool{true}, len(ids)), nil
+}
+
+// note records when a call failed for a reason other than a refused
+// entry (an outage: Redis down, failing over or restarting) and returns
+// err.
+func (g *guardedIndex) note(err error) error {
+	if err != nil && !errors.Is(err, zset.ErrBadEntry) {
+		g.failed.Store(time.Now().UnixNano())
+	}
+	return err
 }
 
 // newRepair returns the index ingest uses and the role that detects a
@@ -50,5 +78,6 @@ func (d *Daemon) newRepair(rdb redis.UniversalClient, store Store, ix *zset.Inde
 	if err != nil {
 		return nil, nil, err
 	}
-	return guardedIndex{ingestIndex: inIx, gen: repair.NewGeneration(rdb, cfg.Prefix)}, w.Run, nil
+	g := &guardedIndex{ingestIndex: inIx, gen: repair.NewGeneration(rdb, cfg.Prefix), hold: 3 * w.Interval()}
+	return g, w.Run, nil
 }

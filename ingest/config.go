@@ -99,14 +99,6 @@ type Config struct {
 	// recorded that long after it (taskstate's doc, "Unknown ids").
 	// Default 30s.
 	RescheduleGrace time.Duration
-	// FlagHold is how long after a stall of ingest (a dependency down or
-	// failing over) ended every submit reads its id row instead of
-	// trusting the op flags (Index.Flagged): a Redis back from a crash or
-	// a failover may have lost the flags of the writes it acknowledged
-	// last, and the loss watcher needs up to its interval to see it and
-	// distrust them (delayd: 3 × --repair-interval). 0: flags are trusted
-	// again at once.
-	FlagHold time.Duration
 	// Retention is how long the id rows an op flag guards outlive their
 	// due time (the store's retention, delayd's --retention); an op flag
 	// is kept Decode.MaxDelay + Retention, saturating. Default 7 days.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -96,11 +95,7 @@ func (in *Ingester) resolve(ctx context.Context, tasks []payload.Task, recorded 
 		return nil, nil, fmt.Errorf("put id rows: %w", err)
 	}
 	var flagged []bool
-	switch {
-	case len(opIDs) == len(b.IDs):
-	case in.stage.StalledWithin(in.cfg.FlagHold):
-		flagged = slices.Repeat([]bool{true}, len(b.IDs)) // the flags of a Redis just back may be gone
-	default:
+	if len(opIDs) < len(b.IDs) {
 		if err := in.stage.Do(ctx, opFlagged, policy, func(ctx context.Context) (err error) {
 			flagged, err = in.ix.Flagged(ctx, b.IDs)
 			return err

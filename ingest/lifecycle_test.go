@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -449,41 +447,5 @@ func TestReplaceKeepsItsContent(t *testing.T) {
 	}
 	if len(values) != 1 || values[0] != string(r.Value) {
 		t.Errorf("deliverable values %q, want only the replace's %q", values, r.Value)
-	}
-}
-
-// TestFlagHold: a Redis back from a crash may have lost the op flag of a
-// cancel by id it acknowledged last. For FlagHold after a stall every
-// submit reads its id row, so the task that comes after the cancel is
-// still cancelled; without the stall the lost flag lets it through (the
-// case the hold is for).
-func TestFlagHold(t *testing.T) {
-	for _, stalled := range []bool{true, false} {
-		f := newLifecycleFixture(t, true)
-		f.in.cfg.FlagHold = time.Hour
-		f.handle(t, f.cancelID("a"))
-		fl := f.in.ix.(*flagIndex)
-		fl.mu.Lock()
-		clear(fl.flags) // lost with the Redis that acknowledged it
-		fl.mu.Unlock()
-		if stalled {
-			failures := 1
-			err := f.in.stage.Do(t.Context(), "zadd", retry.Policy{Backoff: retry.Backoff{Base: time.Millisecond, Max: time.Millisecond}},
-				func(context.Context) error {
-					if failures > 0 {
-						failures--
-						return errors.New("redis down")
-					}
-					return nil
-				})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		f.handle(t, f.submit("a", 10), f.submit("b", 10))
-		_, delivered := f.live(t)["a"]
-		if delivered == stalled {
-			t.Errorf("stalled=%v: the task after its lost cancel flag is live=%v", stalled, delivered)
-		}
 	}
 }

@@ -166,6 +166,10 @@ func NewWatcher(cfg WatchConfig, client redis.UniversalClient, store WatchStore,
 	}, nil
 }
 
+// Interval returns how often the watcher checks (WatchConfig.Interval
+// with its default).
+func (w *Watcher) Interval() time.Duration { return w.cfg.Interval }
+
 // Run checks at once and then every Interval until ctx ends; a failed
 // check (Redis or HBase down) is retried at the next one. It returns nil
 // when ctx ends.

@@ -89,7 +89,6 @@ type Stage struct {
 	mu      sync.Mutex
 	failing int       // calls of Do between their first failure and their end
 	since   time.Time // when failing went from 0 to 1
-	ended   time.Time // when failing last went back to 0
 }
 
 // NewStage returns the Stage of the named stage ("ingest", "scanner",
@@ -198,17 +197,6 @@ func (s *Stage) enter(op string, err error) {
 	s.log.Warn("stage stalled, retrying until the dependency answers", "stage", s.name, "op", op, "err", err)
 }
 
-// StalledWithin reports whether the stage is stalled now or its last
-// stall ended less than d ago.
-func (s *Stage) StalledWithin(d time.Duration) bool {
-	if s == nil {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.failing > 0 || (!s.ended.IsZero() && time.Since(s.ended) < d)
-}
-
 // leave counts a failing call that ended; the last one ends the stall and,
 // when it ended by succeeding, logs the recovery.
 func (s *Stage) leave(op string, recovered bool) {
@@ -221,8 +209,7 @@ func (s *Stage) leave(op string, recovered bool) {
 	if s.failing > 0 {
 		return
 	}
-	s.ended = time.Now()
-	d := s.ended.Sub(s.since)
+	d := time.Since(s.since)
 	s.stalled.Set(0)
 	s.seconds.Add(d.Seconds())
 	if recovered {
