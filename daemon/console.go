@@ -4,8 +4,6 @@ import (
 	"net"
 	"slices"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/console"
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/zset"
@@ -45,7 +43,7 @@ func (d *Daemon) newConsole() error {
 // attachConsole hands the console the backends the roles use and the
 // dependency probes, once they answered: until then its API says delayd is
 // starting.
-func (d *Daemon) attachConsole(ix *zset.Maintenance, store Store, w *kafka.Writer, h *health) {
+func (d *Daemon) attachConsole(ix *zset.Maintenance, store Store, w console.Writer, h *health) {
 	if d.console == nil {
 		return
 	}

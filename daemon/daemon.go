@@ -46,10 +46,12 @@ import (
 // kafka-go writes one batch at a time per partition: the next waits for
 // the acknowledgment of the one before. So BatchSize caps what a partition
 // takes per produce round trip, and on a busy broker that cap is the
-// scanner's throughput. The price is garbage: kafka-go allocates room for
+// scanner's throughput. The price was garbage: kafka-go allocates room for
 // BatchSize messages with every partition batch it opens, and a steady
-// load opens many small ones. Both measured at 100 and 1000:
-// docs/performance.md, "the writer's batch size and merged Gets".
+// load opens many small ones (both measured at 100 and 1000:
+// docs/performance.md, "the writer's batch size and merged Gets"). The
+// roles share a producer.Split: calls of up to 64 messages go through a
+// writer of batch size 64.
 const writerBatch = 1000
 
 // Store is the payload store the roles share: the HBase store in production,
@@ -209,7 +211,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	if err := startup.Do(ctx, "check redis layout", checkLayout, d.noteStart("check redis layout", ix.CheckLayout)); err != nil {
 		return err
 	}
-	w := producer.New(producer.Config{Brokers: cfg.Brokers, Auth: d.auth, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd"), AutoCreateTopics: d.opts.AutoCreateTopics})
+	w := producer.NewSplit(producer.Config{Brokers: cfg.Brokers, Auth: d.auth, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd"), AutoCreateTopics: d.opts.AutoCreateTopics}, 0)
 	defer w.Close()
 
 	inIx, watch, err := d.newRepair(rdb, store, ix)
