@@ -43,10 +43,7 @@ const (
 // within the repair's time of its due time; a task is delivered twice
 // only if it fell due in the seconds before a loss (dupWindow).
 func TestFlushAll(t *testing.T) {
-	e := stack(t)
-	d := e.Start("a", "--repair-interval", "1s", "--repair-lookback", lookback.String())
-	rdb := redis.NewClient(&redis.Options{Addr: e.Redis})
-	defer rdb.Close()
+	e, d, rdb := start(t)
 
 	steady := e.NewPhase(t, "steady", []*e2etest.Delayd{d})
 	topic := e.Topic("backlog")

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/delayq/delayq/deploy/stacktest"
 	"github.com/delayq/delayq/e2e/e2etest"
 )
@@ -50,6 +52,18 @@ func stack(t *testing.T) *e2etest.Env {
 		t.Skipf("private stack did not start: %v", err)
 	}
 	return e2etest.NewEnv(t, e2etest.Stack{Brokers: []string{addr(kafkaPort)}, Redis: addr(redisPort), ZK: zk}, "rl")
+}
+
+// start returns the test's Env, one delayd that checks the index every
+// second (lookback: --repair-lookback) and a client of the private Redis,
+// closed when the test ends.
+func start(t *testing.T) (*e2etest.Env, *e2etest.Delayd, *redis.Client) {
+	t.Helper()
+	e := stack(t)
+	d := e.Start("a", "--repair-interval", "1s", "--repair-lookback", lookback.String())
+	rdb := redis.NewClient(&redis.Options{Addr: e.Redis})
+	t.Cleanup(func() { rdb.Close() })
+	return e, d, rdb
 }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/delayq/delayq/e2e/e2etest"
 )
 
@@ -29,10 +27,7 @@ const cut = 1500 * time.Millisecond
 // early, no cancelled one delivered; a task is delivered twice only if it
 // fell due in the seconds before the kill (dupWindow).
 func TestLostTail(t *testing.T) {
-	e := stack(t)
-	d := e.Start("a", "--repair-interval", "1s", "--repair-lookback", lookback.String())
-	rdb := redis.NewClient(&redis.Options{Addr: e.Redis})
-	defer rdb.Close()
+	e, d, rdb := start(t)
 	steady := e.NewPhase(t, "steady", []*e2etest.Delayd{d})
 	steady.At(15 * time.Second)
 
