@@ -61,7 +61,15 @@
 // new index, and one that fell due since may have been delivered already.
 // After a failover or a restart it also leaves out tasks recorded more
 // than Failover before the master was last seen up (the last check that
-// found it, else lost): the replica, or the AOF, had those long before. It adds without asking the index first (Unchecked): an Add of
+// found it, else lost): the replica, or the AOF, had those long before.
+// Closer still, every look also writes the next value of a probe key of
+// its own process ({prefix}:probe:{random}, kept an hour) after reading
+// the watermark W: Redis keeps writes in order, in its AOF and its
+// replication stream, so the value the new master holds says that the
+// index writes of every task recorded before the W read before it
+// survived, and the repair leaves out tasks recorded before W − Margin.
+// Not on a Redis Cluster, whose index spans masters the probe does not
+// live on. It adds without asking the index first (Unchecked): an Add of
 // a task already there adds nothing, and the checks would be most of its
 // time. A task it adds that had fallen due is delivered at once, a second
 // time if it had been delivered before the loss: the price of the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,7 +146,22 @@ type Watcher struct {
 	// seen is when a check last found the marker's masters unchanged
 	// (unix ms; 0 before): a failover or restart came after it.
 	seen int64
+	// probeKey is this process's probe ({prefix}:probe:{random}); probes
+	// are the last values it wrote there, each with the lowest ingest
+	// watermark read just before (see probe).
+	probeKey string
+	probes   []probed
 }
+
+// probed is one write of the probe: its value and the watermark read
+// before it.
+type probed struct{ n, stored int64 }
+
+// Probes kept, and how long a probe key outlives its last write.
+const (
+	probesKept = 64
+	probeTTL   = time.Hour
+)
 
 // NewWatcher returns a Watcher of the index ix on client, repairing from
 // store.
@@ -160,7 +176,7 @@ func NewWatcher(cfg WatchConfig, client redis.UniversalClient, store WatchStore,
 	}
 	return &Watcher{
 		cfg: cfg, client: client, store: store, ix: ix,
-		gen: NewGeneration(client, cfg.Prefix),
+		gen: NewGeneration(client, cfg.Prefix), probeKey: cfg.Prefix + ":probe:" + newID(),
 		rs:  redsync.New(goredis.NewPool(client)),
 		log: cfg.Logger.With("component", "repair"),
 	}, nil
@@ -283,7 +299,56 @@ func (w *Watcher) sample(ctx context.Context, m Marker) error {
 		return nil // flushed or failed over while looking: the next check decides
 	}
 	w.settled = Settled{Before: oldest, RecordedBefore: min(stored, now) - w.cfg.Margin.Milliseconds()}
+	return w.probe(ctx, min(stored, now))
+}
+
+// probe writes the next value of this process's probe key, after the
+// watermark stored was read: every index write of the tasks recorded
+// before stored was acknowledged before the probe was. Redis keeps its
+// writes in order (the AOF, the replication stream), so after a restart
+// or a failover, the probe value found tells which of those writes
+// survived (survivedBefore). On a Redis Cluster the index spans masters
+// the probe's key does not live on: no probe.
+func (w *Watcher) probe(ctx context.Context, stored int64) error {
+	if _, cluster := w.client.(*redis.ClusterClient); cluster {
+		return nil
+	}
+	n := int64(1)
+	if len(w.probes) > 0 {
+		n = w.probes[len(w.probes)-1].n + 1
+	}
+	if err := w.client.Set(ctx, w.probeKey, n, probeTTL).Err(); err != nil {
+		return fmt.Errorf("repair: write probe %s: %w", w.probeKey, err)
+	}
+	if len(w.probes) == probesKept {
+		w.probes = slices.Delete(w.probes, 0, 1)
+	}
+	w.probes = append(w.probes, probed{n, stored})
 	return nil
+}
+
+// survivedBefore reads this process's probe after a failover or a
+// restart: the index writes of every task recorded before the watermark
+// read before the value found survived the loss. It returns that
+// watermark, or false when the probe tells nothing (none written, or the
+// value found is not one this process remembers).
+func (w *Watcher) survivedBefore(ctx context.Context) (int64, bool, error) {
+	if len(w.probes) == 0 {
+		return 0, false, nil
+	}
+	n, err := w.client.Get(ctx, w.probeKey).Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("repair: read probe %s: %w", w.probeKey, err)
+	}
+	for _, p := range w.probes {
+		if p.n == n {
+			return p.stored, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // repair runs the repair of the loss m records under the repair lock.
@@ -328,14 +393,22 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		Unchecked: true, BatchSize: w.cfg.BatchSize, Checkers: w.cfg.Checkers, Metrics: w.cfg.Metrics,
 	}
 	if m.Cause == causeReplID || m.Cause == causeRestart {
+		stored, ok, err := w.survivedBefore(ctx)
+		if err != nil {
+			return false, err
+		}
 		// The writes lost were acknowledged last before the master went,
 		// which was after this process last saw it (a Redis away longer
-		// than Failover is still covered).
+		// than Failover is still covered); the probe narrows that to the
+		// tasks recorded since the watermark its surviving value followed.
 		lastUp := m.Lost
 		if w.seen != 0 {
 			lastUp = min(lastUp, w.seen)
 		}
 		cfg.Recorded.From = lastUp - w.cfg.Failover.Milliseconds()
+		if ok {
+			cfg.Recorded.From = stored - w.cfg.Margin.Milliseconds()
+		}
 	}
 	if w.settled.Before != 0 {
 		// Deliveries that were held, or fell behind, reach back further
@@ -344,7 +417,7 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		cfg.Settled = w.settled
 	}
 	w.log.Info("index repair started", "from", payload.FormatTime(cfg.From), "to", payload.FormatTime(cfg.To),
-		"lost_at", payload.FormatTime(m.Lost), "cause", m.Cause,
+		"lost_at", payload.FormatTime(m.Lost), "cause", m.Cause, "recorded_from", payload.FormatTime(cfg.Recorded.From),
 		"delivered_before", payload.FormatTime(cfg.Settled.Before), "stored_before", payload.FormatTime(cfg.Settled.RecordedBefore))
 	done := w.cfg.Metrics.start()
 	start := time.Now()

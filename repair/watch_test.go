@@ -190,3 +190,49 @@ func TestWatcherLeavesDeliveredOut(t *testing.T) {
 		t.Fatalf("%d of %d tasks delivered before the loss indexed again (the lookback alone would take all)", got, len(delivered))
 	}
 }
+
+// TestProbe: the probe value that survived a loss names the watermark
+// read before it was written; a value this process does not remember, a
+// missing key or no probe at all tells nothing.
+func TestProbe(t *testing.T) {
+	ctx := t.Context()
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { c.Close() })
+	zix, err := zset.New(c, zset.Config{Prefix: "p", Segment: time.Minute, Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(WatchConfig{Prefix: "p"}, c, payload.NewMemory(), zix.Repairer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	survived := func(want int64, wantOK bool) {
+		t.Helper()
+		got, ok, err := w.survivedBefore(ctx)
+		if err != nil || ok != wantOK || got != want {
+			t.Fatalf("survivedBefore = %d, %v, %v; want %d, %v", got, ok, err, want, wantOK)
+		}
+	}
+	survived(0, false) // nothing written yet
+	for i := range probesKept + 3 {
+		if err := w.probe(ctx, int64(1000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	survived(1000+probesKept+2, true) // the last write survived
+	if ttl := m.TTL(w.probeKey); ttl != probeTTL {
+		t.Errorf("probe key TTL %v, want %v", ttl, probeTTL)
+	}
+	last := probesKept + 3
+	if err := c.Set(ctx, w.probeKey, last-10, 0).Err(); err != nil { // the restart lost the last 10 writes
+		t.Fatal(err)
+	}
+	survived(int64(1000+last-11), true)
+	if err := c.Set(ctx, w.probeKey, 2, 0).Err(); err != nil { // older than the values kept
+		t.Fatal(err)
+	}
+	survived(0, false)
+	m.Del(w.probeKey) // expired, or Redis restarted without its data
+	survived(0, false)
+}
