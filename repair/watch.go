@@ -150,6 +150,7 @@ type Watcher struct {
 	// are the last values it wrote there, each with the lowest ingest
 	// watermark read just before (see probe).
 	probeKey string
+	probeN   int64
 	probes   []probed
 }
 
@@ -299,7 +300,7 @@ func (w *Watcher) sample(ctx context.Context, m Marker) error {
 		return nil // flushed or failed over while looking: the next check decides
 	}
 	w.settled = Settled{Before: oldest, RecordedBefore: min(stored, now) - w.cfg.Margin.Milliseconds()}
-	return w.probe(ctx, min(stored, now))
+	return w.probe(ctx, min(stored, now), m.ReplID)
 }
 
 // probe writes the next value of this process's probe key, after the
@@ -307,18 +308,22 @@ func (w *Watcher) sample(ctx context.Context, m Marker) error {
 // before stored was acknowledged before the probe was. Redis keeps its
 // writes in order (the AOF, the replication stream), so after a restart
 // or a failover, the probe value found tells which of those writes
-// survived (survivedBefore). On a Redis Cluster the index spans masters
-// the probe's key does not live on: no probe.
-func (w *Watcher) probe(ctx context.Context, stored int64) error {
+// survived (survivedBefore). That holds only for a value the master of
+// replication id replID wrote: a probe the masters' ids no longer match
+// after it is written (a failover or restart in between) is forgotten.
+// On a Redis Cluster the index spans masters the probe's key does not
+// live on: no probe.
+func (w *Watcher) probe(ctx context.Context, stored int64, replID string) error {
 	if _, cluster := w.client.(*redis.ClusterClient); cluster {
 		return nil
 	}
-	n := int64(1)
-	if len(w.probes) > 0 {
-		n = w.probes[len(w.probes)-1].n + 1
-	}
+	w.probeN++ // never written twice: a forgotten value must not stand for a later one
+	n := w.probeN
 	if err := w.client.Set(ctx, w.probeKey, n, probeTTL).Err(); err != nil {
 		return fmt.Errorf("repair: write probe %s: %w", w.probeKey, err)
+	}
+	if repl, err := ReplID(ctx, w.client); err != nil || repl.ID != replID {
+		return err // a changed master: the next check decides
 	}
 	if len(w.probes) == probesKept {
 		w.probes = slices.Delete(w.probes, 0, 1)

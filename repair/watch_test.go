@@ -216,7 +216,7 @@ func TestProbe(t *testing.T) {
 	}
 	survived(0, false) // nothing written yet
 	for i := range probesKept + 3 {
-		if err := w.probe(ctx, int64(1000+i)); err != nil {
+		if err := w.probe(ctx, int64(1000+i), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -234,5 +234,11 @@ func TestProbe(t *testing.T) {
 	}
 	survived(0, false)
 	m.Del(w.probeKey) // expired, or Redis restarted without its data
+	survived(0, false)
+
+	// A probe written after the masters changed is not remembered.
+	if err := w.probe(ctx, 5000, "another-master"); err != nil {
+		t.Fatal(err)
+	}
 	survived(0, false)
 }
