@@ -62,14 +62,17 @@
 // After a failover or a restart it also leaves out tasks recorded more
 // than Failover before the master was last seen up (the last check that
 // found it, else lost): the replica, or the AOF, had those long before.
-// Closer still, every look also writes the next value of a probe key of
-// its own process ({prefix}:probe:{random}, kept an hour) after reading
-// the watermark W: Redis keeps writes in order, in its AOF and its
-// replication stream, so the value the new master holds says that the
-// index writes of every task recorded before the W read before it
-// survived, and the repair leaves out tasks recorded before W − Margin.
-// Not on a Redis Cluster, whose index spans masters the probe does not
-// live on. It adds without asking the index first (Unchecked): an Add of
+// Record times say when a task was sent, not when ingest indexed it: an
+// ingest that lagged indexed last tasks recorded earlier than that. So
+// every look also writes the next value of a probe key of its own
+// process ({prefix}:probe:{random}, kept an hour) after reading the
+// watermark W, and checks that the masters are still the same after.
+// Redis keeps writes in order, in its AOF and its replication stream: the
+// value the new master holds says that the index writes of every task
+// recorded before the W read before it survived, and only tasks recorded
+// after W − Margin can be lost. The window starts there when that is
+// earlier (never later: delay-input-slow has no watermark). Not on a
+// Redis Cluster, whose index spans masters the probe does not live on. It adds without asking the index first (Unchecked): an Add of
 // a task already there adds nothing, and the checks would be most of its
 // time. A task it adds that had fallen due is delivered at once, a second
 // time if it had been delivered before the loss: the price of the

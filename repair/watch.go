@@ -404,15 +404,19 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		}
 		// The writes lost were acknowledged last before the master went,
 		// which was after this process last saw it (a Redis away longer
-		// than Failover is still covered); the probe narrows that to the
-		// tasks recorded since the watermark its surviving value followed.
+		// than Failover is still covered). Every task recorded before the
+		// watermark the surviving probe followed was indexed before it:
+		// when ingest lagged, the tasks it indexed last were recorded
+		// earlier than Failover, and the window reaches back to them. It
+		// never starts later than Failover before: delay-input-slow has no
+		// watermark.
 		lastUp := m.Lost
 		if w.seen != 0 {
 			lastUp = min(lastUp, w.seen)
 		}
 		cfg.Recorded.From = lastUp - w.cfg.Failover.Milliseconds()
 		if ok {
-			cfg.Recorded.From = stored - w.cfg.Margin.Milliseconds()
+			cfg.Recorded.From = min(cfg.Recorded.From, stored-w.cfg.Margin.Milliseconds())
 		}
 	}
 	if w.settled.Before != 0 {
