@@ -332,28 +332,49 @@ func (w *Watcher) probe(ctx context.Context, stored int64, replID string) error 
 	return nil
 }
 
+// lostSince returns the earliest record time of a task whose index
+// write a failover or a restart detected at lost can have taken. The
+// writes lost were acknowledged last before the master went, which was
+// after this process last saw it (seen: a Redis away longer than Failover
+// is still covered). Every task recorded before the watermark the
+// surviving probe followed (stored; 0: unknown) was indexed before it:
+// when ingest lagged, the tasks it indexed last were recorded earlier than
+// Failover before, and the window reaches back to them. It never starts
+// later than that: delay-input-slow has no watermark.
+func (w *Watcher) lostSince(lost, stored int64) int64 {
+	lastUp := lost
+	if w.seen != 0 {
+		lastUp = min(lastUp, w.seen)
+	}
+	from := lastUp - w.cfg.Failover.Milliseconds()
+	if stored != 0 {
+		from = min(from, stored-w.cfg.Margin.Milliseconds())
+	}
+	return from
+}
+
 // survivedBefore reads this process's probe after a failover or a
 // restart: the index writes of every task recorded before the watermark
 // read before the value found survived the loss. It returns that
-// watermark, or false when the probe tells nothing (none written, or the
+// watermark, or 0 when the probe tells nothing (none written, or the
 // value found is not one this process remembers).
-func (w *Watcher) survivedBefore(ctx context.Context) (int64, bool, error) {
+func (w *Watcher) survivedBefore(ctx context.Context) (int64, error) {
 	if len(w.probes) == 0 {
-		return 0, false, nil
+		return 0, nil
 	}
 	n, err := w.client.Get(ctx, w.probeKey).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return 0, false, nil
+		return 0, nil
 	case err != nil:
-		return 0, false, fmt.Errorf("repair: read probe %s: %w", w.probeKey, err)
+		return 0, fmt.Errorf("repair: read probe %s: %w", w.probeKey, err)
 	}
 	for _, p := range w.probes {
 		if p.n == n {
-			return p.stored, true, nil
+			return p.stored, nil
 		}
 	}
-	return 0, false, nil
+	return 0, nil
 }
 
 // repair runs the repair of the loss m records under the repair lock.
@@ -398,26 +419,11 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		Unchecked: true, BatchSize: w.cfg.BatchSize, Checkers: w.cfg.Checkers, Metrics: w.cfg.Metrics,
 	}
 	if m.Cause == causeReplID || m.Cause == causeRestart {
-		stored, ok, err := w.survivedBefore(ctx)
+		stored, err := w.survivedBefore(ctx)
 		if err != nil {
 			return false, err
 		}
-		// The writes lost were acknowledged last before the master went,
-		// which was after this process last saw it (a Redis away longer
-		// than Failover is still covered). Every task recorded before the
-		// watermark the surviving probe followed was indexed before it:
-		// when ingest lagged, the tasks it indexed last were recorded
-		// earlier than Failover, and the window reaches back to them. It
-		// never starts later than Failover before: delay-input-slow has no
-		// watermark.
-		lastUp := m.Lost
-		if w.seen != 0 {
-			lastUp = min(lastUp, w.seen)
-		}
-		cfg.Recorded.From = lastUp - w.cfg.Failover.Milliseconds()
-		if ok {
-			cfg.Recorded.From = min(cfg.Recorded.From, stored-w.cfg.Margin.Milliseconds())
-		}
+		cfg.Recorded.From = w.lostSince(m.Lost, stored)
 	}
 	if w.settled.Before != 0 {
 		// Deliveries that were held, or fell behind, reach back further

@@ -207,20 +207,19 @@ func TestProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	survived := func(want int64, wantOK bool) {
+	survived := func(want int64) {
 		t.Helper()
-		got, ok, err := w.survivedBefore(ctx)
-		if err != nil || ok != wantOK || got != want {
-			t.Fatalf("survivedBefore = %d, %v, %v; want %d, %v", got, ok, err, want, wantOK)
+		if got, err := w.survivedBefore(ctx); err != nil || got != want {
+			t.Fatalf("survivedBefore = %d, %v; want %d", got, err, want)
 		}
 	}
-	survived(0, false) // nothing written yet
+	survived(0) // nothing written yet
 	for i := range probesKept + 3 {
 		if err := w.probe(ctx, int64(1000+i), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	survived(1000+probesKept+2, true) // the last write survived
+	survived(1000 + probesKept + 2) // the last write survived
 	if ttl := m.TTL(w.probeKey); ttl != probeTTL {
 		t.Errorf("probe key TTL %v, want %v", ttl, probeTTL)
 	}
@@ -228,17 +227,40 @@ func TestProbe(t *testing.T) {
 	if err := c.Set(ctx, w.probeKey, last-10, 0).Err(); err != nil { // the restart lost the last 10 writes
 		t.Fatal(err)
 	}
-	survived(int64(1000+last-11), true)
+	survived(int64(1000 + last - 11))
 	if err := c.Set(ctx, w.probeKey, 2, 0).Err(); err != nil { // older than the values kept
 		t.Fatal(err)
 	}
-	survived(0, false)
+	survived(0)
 	m.Del(w.probeKey) // expired, or Redis restarted without its data
-	survived(0, false)
+	survived(0)
 
 	// A probe written after the masters changed is not remembered.
 	if err := w.probe(ctx, 5000, "another-master"); err != nil {
 		t.Fatal(err)
 	}
-	survived(0, false)
+	survived(0)
+}
+
+// TestLostSince: the failover and restart window starts Failover before
+// the master was last seen up, or earlier at the watermark the surviving
+// probe followed when ingest lagged.
+func TestLostSince(t *testing.T) {
+	const lost, minute = int64(10_000_000), int64(60_000)
+	w := &Watcher{cfg: WatchConfig{Failover: 2 * time.Minute, Margin: 3 * time.Second}}
+	for _, tc := range []struct {
+		name         string
+		seen, stored int64
+		want         int64
+	}{
+		{"no look, no probe", 0, 0, lost - 2*minute},
+		{"last seen up 10 min before", lost - 10*minute, 0, lost - 12*minute},
+		{"ingest kept up", lost - 5000, lost - 6000, lost - 5000 - 2*minute},
+		{"ingest lagged 10 min", lost - 5000, lost - 10*minute, lost - 10*minute - 3000},
+	} {
+		w.seen = tc.seen
+		if got := w.lostSince(lost, tc.stored); got != tc.want {
+			t.Errorf("%s: lostSince = %d, want %d", tc.name, got, tc.want)
+		}
+	}
 }
