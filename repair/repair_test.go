@@ -68,13 +68,7 @@ type fixture struct {
 func newFixture(t *testing.T, n int) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { c.Close() })
-	zix, err := zset.New(c, zset.Config{Prefix: "t", Segment: time.Minute, Shards: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, zix := miniIndex(t, "t")
 	ix := zix.Repairer()
 	f := &fixture{store: payload.NewMemory(), ix: ix, base: time.Now().Add(time.Hour).UnixMilli()}
 	var tasks []payload.Task
@@ -235,4 +229,18 @@ func TestConfigValidate(t *testing.T) {
 	if err := (WatchConfig{}).Validate(); err == nil {
 		t.Fatal("watch config without prefix accepted")
 	}
+}
+
+// miniIndex returns a miniredis, a client of it (closed when the test
+// ends) and a zset index under prefix on it.
+func miniIndex(t *testing.T, prefix string) (*miniredis.Miniredis, *redis.Client, *zset.Index) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { c.Close() })
+	zix, err := zset.New(c, zset.Config{Prefix: prefix, Segment: time.Minute, Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, c, zix
 }

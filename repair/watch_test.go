@@ -5,10 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
@@ -17,13 +15,7 @@ import (
 func TestWatcherRepairsAfterFlush(t *testing.T) {
 	f := newFixture(t, 50)
 	ctx := t.Context()
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { c.Close() })
-	zix, err := zset.New(c, zset.Config{Prefix: "w", Segment: time.Minute, Shards: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, c, zix := miniIndex(t, "w")
 	ix := zix.Repairer()
 	f.ix = ix
 	reg := prometheus.NewRegistry()
@@ -123,13 +115,7 @@ func TestLossSince(t *testing.T) {
 // loss out of the repair, and the overdue ones still pending in.
 func TestWatcherLeavesDeliveredOut(t *testing.T) {
 	ctx := t.Context()
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { c.Close() })
-	zix, err := zset.New(c, zset.Config{Prefix: "d", Segment: time.Minute, Shards: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, c, zix := miniIndex(t, "d")
 	ix := zix.Repairer()
 	store := payload.NewMemory()
 	now := time.Now()
@@ -196,13 +182,7 @@ func TestWatcherLeavesDeliveredOut(t *testing.T) {
 // missing key or no probe at all tells nothing.
 func TestProbe(t *testing.T) {
 	ctx := t.Context()
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { c.Close() })
-	zix, err := zset.New(c, zset.Config{Prefix: "p", Segment: time.Minute, Shards: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, c, zix := miniIndex(t, "p")
 	w, err := NewWatcher(WatchConfig{Prefix: "p"}, c, payload.NewMemory(), zix.Repairer())
 	if err != nil {
 		t.Fatal(err)
