@@ -14,6 +14,7 @@ import (
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topicctl"
 	"github.com/delayq/delayq/topics"
+	"github.com/delayq/delayq/zset"
 )
 
 func newControls(t *testing.T) *topicctl.Store {
@@ -133,6 +134,55 @@ func TestRateLimitsRelease(t *testing.T) {
 	}
 	if n := len(e.byTopic("orders")); n < 59 || n > 62 {
 		t.Fatalf("after a second more: %d delivered, want 60 (the bucket holds 25)", n)
+	}
+}
+
+// A held task waits for the tasks due before it that are still in the
+// index (another zset's step has not held them yet): the releaser never
+// overtakes them, and releases all in due order once they are held. An
+// entry due longer ago than orderWait (parked, say) does not hold it back.
+func TestReleaseWaitsForEarlierEntries(t *testing.T) {
+	ctx := context.Background()
+	c := newControls(t)
+	e := newEnv(t, Config{Controls: c})
+	at := time.Now().Add(-time.Second).UnixMilli()
+	e.put("late", tasks(10, "orders", at))
+	early := task("early", "orders", at-300)
+	e.put("early", []payload.Task{early})
+	if err := c.SetRate(ctx, "orders", 10_000); err != nil {
+		t.Fatal(err)
+	}
+	round := func() {
+		t.Helper()
+		e.s.fenceAt = time.Time{} // read the fence again
+		if err := e.s.releaseRound(ctx, "me"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.scan(ctx, scantask.Task{Zset: "late", Until: at + 100})
+	round()
+	if n := len(e.byTopic("orders")); n != 0 {
+		t.Fatalf("%d released before the earlier task still in the index", n)
+	}
+	e.scan(ctx, scantask.Task{Zset: "early", Until: at + 100})
+	round()
+	var ats []int64
+	for _, m := range e.byTopic("orders") {
+		v, _ := header(m, payload.HeaderAt)
+		d, _ := time.Parse(time.RFC3339Nano, v)
+		ats = append(ats, d.UnixMilli())
+	}
+	if len(ats) != 11 || ats[0] != early.ExecAt || !slices.IsSorted(ats) {
+		t.Fatalf("released %v, want 11 in due order, the earlier task first", ats)
+	}
+
+	stuck := task("stuck", "mail", time.Now().Add(-orderWait-time.Second).UnixMilli())
+	e.ix.add("parked", zset.Entry{ID: stuck.ID, ExecAt: stuck.ExecAt})
+	e.put("again", tasks(5, "orders", at+1000))
+	e.scan(ctx, scantask.Task{Zset: "again", Until: at + 2000})
+	round()
+	if n := len(e.byTopic("orders")); n != 16 {
+		t.Fatalf("%d released, want 16: an entry due more than orderWait ago holds nothing back", n)
 	}
 }
 

@@ -106,7 +106,10 @@
 //   - A due task of a paused or rate-limited topic (Config.Controls) is
 //     held (control.go): it leaves its zset only after the topic's held
 //     set has it, and its held entry only after it was produced, lowest
-//     exec_at first. A task later than its delay-expire-after (or its
+//     exec_at first. The releaser goes no further than the earliest entry
+//     due in the last 5 s still in the index (release.go's fence): a task
+//     due earlier on its way through another step, of any instance, is
+//     held before the later ones go out. A task later than its delay-expire-after (or its
 //     topic's default) goes to FailedTopic with delay-error "expired".
 //   - A due entry without a row is logged at WARN with its id and due time
 //     (rate-limited), counted in delayq_tasks_missing_total and removed.

@@ -117,6 +117,23 @@ func (m *memIndex) RemoveMany(ctx context.Context, rs []zset.Removal) error {
 	return nil
 }
 
+func (m *memIndex) Earliest(_ context.Context, from, until int64) (int64, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var (
+		low   int64
+		found bool
+	)
+	for _, es := range m.zsets {
+		for _, e := range es {
+			if e.ExecAt >= from && e.ExecAt <= until && (!found || e.ExecAt < low) {
+				low, found = e.ExecAt, true
+			}
+		}
+	}
+	return low, found, nil
+}
+
 // Add puts every entry in zset z and, like ZADD NX, adds an (id, exec_at)
 // already there no second time.
 func (m *memIndex) Add(_ context.Context, _ time.Time, entries []zset.Entry) error {

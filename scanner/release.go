@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/delayq/delayq/payload"
@@ -24,10 +25,13 @@ const (
 	leaseTTL = 2 * time.Second
 	// gaugeEvery is how often the releaser refreshes the topic gauges.
 	gaugeEvery = 5 * time.Second
-	// settleMargin: the releaser takes only held tasks due at least this
-	// long ago, so that the tasks due just before them, still on their way
-	// through another scanner's step, are held first: due order.
-	settleMargin = 200 * time.Millisecond
+	// orderWait bounds how long the releaser waits for a task due before
+	// a held one that is still in the index (on its way through a step of
+	// any instance): an entry due longer ago than that (a parked delivery
+	// of another topic) no longer holds it back.
+	orderWait = 5 * time.Second
+	// fenceEvery is how often the releaser reads the fence (fence).
+	fenceEvery = 200 * time.Millisecond
 )
 
 // release delivers the held tasks of the topics that are not paused, at
@@ -89,8 +93,12 @@ func (s *Scanner) releaseRound(ctx context.Context, owner string) error {
 		if !ok {
 			continue
 		}
+		until, err := s.fence(ctx)
+		if err != nil {
+			return err
+		}
 		for range releaseRounds {
-			n, err := s.releaseTopic(ctx, topic, ctl)
+			n, err := s.releaseTopic(ctx, topic, ctl, until)
 			if err != nil {
 				return err
 			}
@@ -102,12 +110,36 @@ func (s *Scanner) releaseRound(ctx context.Context, owner string) error {
 	return nil
 }
 
-// releaseTopic delivers up to releaseBatch held tasks of topic that are
-// due (and that its bucket allows) and returns how many it read.
-func (s *Scanner) releaseTopic(ctx context.Context, topic string, ctl topicctl.Control) (int, error) {
+// fence returns how far (exec_at, unix ms) the releaser may go: Hold's
+// cutoff, or the earliest entry due within orderWait still in the index
+// when that is earlier. A step holds a task before it removes its entry
+// from the index, and the fence is read before the held sets are: a task
+// due before the fence that a step has not delivered is in a held set by
+// then, and goes out first (due order), across instances. It is read
+// again at most every fenceEvery (an older fence is as safe, only later).
+func (s *Scanner) fence(ctx context.Context) (int64, error) {
+	now := time.Now()
+	if now.Sub(s.fenceAt) < fenceEvery {
+		return s.fenceUntil, nil
+	}
+	until := s.cutoff(now.UnixMilli())
+	low, found, err := s.ix.Earliest(ctx, now.Add(-orderWait).UnixMilli(), until)
+	if err != nil {
+		return 0, fmt.Errorf("scanner: earliest pending entry: %w", err)
+	}
+	if found && low < until {
+		until = low
+	}
+	s.fenceAt, s.fenceUntil = now, until
+	return until, nil
+}
+
+// releaseTopic delivers up to releaseBatch held tasks of topic due by
+// until (and that its bucket allows) and returns how many it read.
+func (s *Scanner) releaseTopic(ctx context.Context, topic string, ctl topicctl.Control, until int64) (int, error) {
 	c := s.cfg.Controls
 	now := time.Now()
-	refs, err := c.Held(ctx, topic, s.cutoff(now.Add(-settleMargin).UnixMilli()), releaseBatch)
+	refs, err := c.Held(ctx, topic, until, releaseBatch)
 	if err != nil {
 		return 0, err
 	}

@@ -34,6 +34,9 @@ type Index interface {
 	// is idempotent; an error wrapping zset.ErrBadEntry refuses an entry
 	// for good.
 	Add(ctx context.Context, now time.Time, entries []zset.Entry) error
+	// Earliest returns the lowest ExecAt in [from, until] of the entries
+	// still indexed, false when there is none (release.go).
+	Earliest(ctx context.Context, from, until int64) (int64, bool, error)
 }
 
 // Store is the part of the payload store the scanner uses.
@@ -77,6 +80,9 @@ type Scanner struct {
 	missingLog *limiter
 	// authLog limits the WARN lines about unauthorized topics.
 	authLog *limiter
+	// fenceAt and fenceUntil: the releaser's last fence (release.go).
+	fenceAt    time.Time
+	fenceUntil int64
 	recurM  *recurMetrics
 	cm      *controlMetrics
 

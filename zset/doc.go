@@ -12,8 +12,9 @@
 //   - Writer (writer.go, family.go): Add. Ingest; the scanner for the next
 //     occurrences of recurring tasks.
 //   - Reader (reader.go): DueKeys, DueGroups, Due, DueMany, Remove,
-//     RemoveMany. The dispatcher lists the due zsets, the scanner reads
-//     them and removes what it settled.
+//     RemoveMany, Earliest. The dispatcher lists the due zsets, the
+//     scanner reads them and removes what it settled; its releaser of
+//     held tasks asks Earliest how far due order allows it to go.
 //   - Maintenance (maintenance.go): Retire, Backlog, Pending. The
 //     dispatcher retires segments and counts the backlog; the console and
 //     delayctl count it and inspect tasks.

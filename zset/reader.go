@@ -151,6 +151,43 @@ func (ix *Reader) DueMany(ctx context.Context, rs []Range, limit int) (out [][]E
 	return out, nil
 }
 
+// Earliest returns the lowest score of the members with from <= score <=
+// until, and false when there is none: the due time of the earliest task
+// in that range still in the index (not settled by a scanner). It reads
+// the zsets of the segments starting from from's segment to until (an
+// entry lives in its own segment or a later one), one ZRANGEBYSCORE
+// LIMIT 0 1 each, in pipelines.
+func (ix *Reader) Earliest(ctx context.Context, from, until int64) (_ int64, _ bool, err error) {
+	defer ix.metrics.observe("earliest", time.Now(), &err)
+	lo, hi := strconv.FormatInt(from, 10), strconv.FormatInt(until, 10)
+	keys, _, err := ix.keysOf(ctx, strconv.FormatInt(ix.segmentStart(from), 10), hi)
+	if err != nil {
+		return 0, false, fmt.Errorf("zset: earliest: %w", err)
+	}
+	var (
+		low   int64
+		found bool
+	)
+	for c := range slices.Chunk(keys, MaxPipeline) {
+		pl := ix.client.Pipeline()
+		cmds := make([]*redis.ZSliceCmd, len(c))
+		for i, key := range c {
+			cmds[i] = pl.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: lo, Max: hi, Count: 1})
+		}
+		if _, err := pl.Exec(ctx); err != nil {
+			return 0, false, fmt.Errorf("zset: earliest: %w", err)
+		}
+		for _, cmd := range cmds {
+			for _, z := range cmd.Val() {
+				if s := int64(z.Score); !found || s < low {
+					low, found = s, true
+				}
+			}
+		}
+	}
+	return low, found, nil
+}
+
 // parseDue reads the members of a Due answer of key, one entry per task;
 // both reports a member of the "<id>@<exec_at>" form.
 func parseDue(key string, zs []redis.Z) (entries []Entry, both bool, err error) {

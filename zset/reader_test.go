@@ -200,3 +200,40 @@ func TestRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Earliest finds the lowest score in a range across segments and shards,
+// nothing in an empty range, and moves on once the entry is removed.
+func TestEarliest(t *testing.T) {
+	ctx := context.Background()
+	ix, _, _ := newTestIndex(t, Config{Shards: 8})
+	var entries []Entry
+	for i := range 30 { // 14:59:00 .. 15:01:54, every 6 s: three segments
+		entries = append(entries, Entry{ID: uint64(500 + i), ExecAt: ms(t0) + int64(i)*6000})
+	}
+	if err := ix.Writer().Add(ctx, t0, entries); err != nil {
+		t.Fatal(err)
+	}
+	r := ix.Reader()
+	for _, c := range []struct {
+		from, until int64
+		want        int64
+		found       bool
+	}{
+		{ms(t0), ms(t0) + 1e6, ms(t0), true},
+		{ms(t0) + 1, ms(t0) + 1e6, ms(t0) + 6000, true},      // in the first segment
+		{ms(t0) + 61_000, ms(t0) + 1e6, ms(t0) + 66_000, true}, // from the second one on
+		{ms(t0) + 1, ms(t0) + 5999, 0, false},
+		{ms(t0) + 200_000, ms(t0) + 1e6, 0, false},
+	} {
+		got, found, err := r.Earliest(ctx, c.from, c.until)
+		if err != nil || got != c.want || found != c.found {
+			t.Errorf("Earliest(%d, %d) = %d, %v, %v; want %d, %v", c.from, c.until, got, found, err, c.want, c.found)
+		}
+	}
+	if err := r.Remove(ctx, ix.Key(entries[0]), entries[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := r.Earliest(ctx, ms(t0), ms(t0)+1e6); err != nil || got != ms(t0)+6000 {
+		t.Fatalf("after removing the first: Earliest = %d, %v; want %d", got, err, ms(t0)+6000)
+	}
+}
