@@ -83,8 +83,8 @@ type Scanner struct {
 	// fenceAt and fenceUntil: the releaser's last fence (release.go).
 	fenceAt    time.Time
 	fenceUntil int64
-	recurM  *recurMetrics
-	cm      *controlMetrics
+	recurM     *recurMetrics
+	cm         *controlMetrics
 
 	running atomic.Bool
 }

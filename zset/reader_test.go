@@ -220,7 +220,7 @@ func TestEarliest(t *testing.T) {
 		found       bool
 	}{
 		{ms(t0), ms(t0) + 1e6, ms(t0), true},
-		{ms(t0) + 1, ms(t0) + 1e6, ms(t0) + 6000, true},      // in the first segment
+		{ms(t0) + 1, ms(t0) + 1e6, ms(t0) + 6000, true},        // in the first segment
 		{ms(t0) + 61_000, ms(t0) + 1e6, ms(t0) + 66_000, true}, // from the second one on
 		{ms(t0) + 1, ms(t0) + 5999, 0, false},
 		{ms(t0) + 200_000, ms(t0) + 1e6, 0, false},
