@@ -46,7 +46,7 @@
 //
 // Which overdue tasks were still undelivered at the loss, the lost index
 // cannot say. So every check that finds nothing wrong also takes a look:
-// the oldest due entry O (a ZRANGE 0 0 of each zset DueKeys lists) and the
+// the oldest due entry O (zset.Reader.Earliest up to now) and the
 // lowest ingest watermark W ({prefix}:marks), kept in memory if the
 // marker is unchanged afterwards. A task due before O whose id row was
 // recorded before W − Margin had been indexed by then and was no longer

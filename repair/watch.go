@@ -117,7 +117,8 @@ type WatchStore interface {
 type WatchIndex interface {
 	Index
 	Flagger
-	DueKeys(ctx context.Context, until int64) ([]string, error)
+	// Earliest is the lowest exec_at in [from, until] still indexed.
+	Earliest(ctx context.Context, from, until int64) (int64, bool, error)
 	Marks(ctx context.Context) (map[string]int64, error)
 }
 
@@ -268,25 +269,12 @@ func (w *Watcher) sample(ctx context.Context, m Marker) error {
 	if stored == 0 {
 		return nil // no ingest has published yet: nothing known
 	}
-	keys, err := w.ix.DueKeys(ctx, now)
+	oldest, found, err := w.ix.Earliest(ctx, 0, now)
 	if err != nil {
-		return err
+		return fmt.Errorf("repair: oldest due entry: %w", err)
 	}
-	oldest := now
-	pipe := w.client.Pipeline()
-	firsts := make([]*redis.ZSliceCmd, len(keys))
-	for i, k := range keys {
-		firsts[i] = pipe.ZRangeWithScores(ctx, k, 0, 0)
-	}
-	if len(keys) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("repair: oldest due entries: %w", err)
-		}
-	}
-	for _, f := range firsts {
-		if z := f.Val(); len(z) == 1 && int64(z[0].Score) < oldest {
-			oldest = int64(z[0].Score)
-		}
+	if !found {
+		oldest = now
 	}
 	after, err := w.gen.Read(ctx)
 	if err != nil {

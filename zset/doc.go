@@ -31,16 +31,23 @@
 //
 //	{prefix}:{segment}:{shard}        e.g. delayq:202501311459:17
 //
-// with score = exec_at in unix milliseconds (exact in a float64 up to 2^53)
-// and one of two members:
+// with a score that stands for exec_at and one of two members. The score
+// (layout version 2) is exec_at in unix milliseconds as an offset from the
+// middle of the zset's segment, plus one from the middle on (so no score
+// is 0, which ZMSCORE answers for a missing member): with one-minute
+// segments a segment's own tasks score from -30,000 to 30,000, integers a
+// listpack stores in 2 bytes where an exec_at takes 8. The map is
+// increasing, so a range of due times is a range of scores, each zset's
+// own (a task that went into a later segment scores below -30,000). Under
+// layout version 1 (prefixes recorded before version 2, see Layout) the
+// score is exec_at itself. The members:
 //
 //   - "<id>", the id as a decimal string: the normal form, stored by a
 //     listpack as an integer;
-//   - "<id>@<exec_at>", e.g. "42@1738335540000": only when the zset already
-//     holds the plain "<id>" of another task (the same id at another
-//     exec_at, both due in this zset). Producers choose the delay-id
-//     (payload.TaskID maps it to the 63-bit id), so reusing one is allowed,
-//     not an error.
+//   - "<id>@<score>", e.g. "42@-29000": only when the zset already holds
+//     the plain "<id>" of another task (the same id at another exec_at,
+//     both due in this zset). Producers choose the delay-id (payload.TaskID
+//     maps it to the 63-bit id), so reusing one is allowed, not an error.
 //
 // Add indexes with ZADD NX, which never changes the score of a member that
 // is already there: a task never moves another task that reuses its id.
@@ -134,7 +141,7 @@
 //     side of the segment's second family (two members, delivered twice):
 //     both need one Add to be overtaken by several others.
 //   - A task whose segment has already ended (segment end <= now) lands in
-//     the segment of now instead, with its score still its exec_at. The
+//     the segment of now instead, its score that exec_at's there. The
 //     dispatcher therefore never needs to look at a segment after it ended
 //     and was drained: overdue tasks are always in a scanned zset. The
 //     consequence: an entry lives in its own segment or in a later one
@@ -150,7 +157,7 @@
 //     nothing either. The same id at another exec_at is a second task with a
 //     member of its own, due at its own time.
 //   - Remove is exact: for each (id, exec_at) it removes "<id>" only when its
-//     score is exec_at, and "<id>@<exec_at>". It leaves no member of the
+//     score is exec_at's, and "<id>@<score>". It leaves no member of the
 //     tasks it is given and touches no other task, so a duplicate or late
 //     scan removes nothing it did not read, whatever was added since.
 //   - Rarely both forms of one task are in a zset: "<id>@t" was added while
@@ -175,10 +182,10 @@
 //
 // A sorted set with at most zset-max-listpack-entries members (default 128)
 // is a listpack: a member that fits an int64 is stored as an integer (task
-// ids are 63-bit, see payload.TaskID), so a member and its score (exec_at,
-// also an integer) take about 10 bytes each. A "<id>@<exec_at>" member is a
-// string of about 32 bytes, which is why it is only used for the rare
-// reused id. Past the limit a zset converts to a skiplist plus dict at about
+// ids are 63-bit, see payload.TaskID) in 10 bytes, and its score (an
+// offset within ±32,767) in 4: 14 bytes a task (20 under layout version 1,
+// whose score, an exec_at, takes 10). A "<id>@<score>" member is a string
+// of about 26 bytes, which is why it is only used for the rare reused id. Past the limit a zset converts to a skiplist plus dict at about
 // 125 bytes per member and never converts back, even when drained. Each key
 // also costs about 100 bytes of its own. Shard families keep every zset at
 // most Fill + 1 members (Fill tasks and the seal), under the listpack limit

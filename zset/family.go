@@ -209,17 +209,18 @@ func (ix *Writer) placed(ctx context.Context, segs []segPlan, todo []placing) ([
 	for _, pr := range probes {
 		var lp *probe
 		for j, w := range pr.who {
-			switch at := float64(todo[w].e.ExecAt); pr.scores[j] {
-			case at:
+			score := ix.score(segs[todo[w].seg].start, todo[w].e.ExecAt)
+			switch pr.scores[j] {
+			case float64(score):
 				found[w] = true
-			case 0: // not there (no exec_at is 0)
+			case 0: // not there (no score is 0)
 			default:
 				if lp == nil {
 					lp = &probe{key: pr.key}
 					long = append(long, lp)
 				}
 				lp.who = append(lp.who, w)
-				lp.members = append(lp.members, pr.members[j]+"@"+strconv.FormatInt(todo[w].e.ExecAt, 10))
+				lp.members = append(lp.members, pr.members[j]+"@"+strconv.FormatInt(score, 10))
 			}
 		}
 	}
@@ -311,7 +312,7 @@ func (ix *Writer) placeCalls(segs []segPlan, todo []placing) ([]scriptCall, [][]
 			args := make([]any, 0, 2+2*len(c))
 			args = append(args, ix.fill, last)
 			for _, p := range c {
-				args = append(args, p.e.ExecAt, p.e.ID)
+				args = append(args, ix.score(segs[t.seg].start, p.e.ExecAt), p.e.ID)
 			}
 			calls = append(calls, scriptCall{key: ix.familyKey(segs[t.seg].name, t.f, t.shard), args: args})
 			members = append(members, c)

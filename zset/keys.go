@@ -43,6 +43,45 @@ func (ix *core) segmentStart(ms int64) int64 {
 	return s
 }
 
+// score is the score of exec_at in a zset of the segment that starts at
+// start (layout version 2): its offset from the middle of the segment,
+// plus one from the middle on, so that no score is 0 (ZMSCORE reads a
+// missing member as 0). A one-minute segment's own tasks score within
+// ±30,000, which a listpack stores in 2 bytes, where an exec_at takes 8.
+// It is increasing in exec_at, so a range of due times is a range of
+// scores. Under layout version 1 the score is exec_at itself.
+func (ix *core) score(start, execAt int64) int64 {
+	if ix.absolute.Load() {
+		return execAt
+	}
+	off := execAt - (start + ix.segMs/2)
+	if off >= 0 {
+		off++
+	}
+	return off
+}
+
+// execAt is the exec_at of score in a zset of the segment starting at
+// start (the inverse of score).
+func (ix *core) execAt(start, score int64) int64 {
+	if ix.absolute.Load() {
+		return score
+	}
+	if score > 0 {
+		score--
+	}
+	return start + ix.segMs/2 + score
+}
+
+// keyStart returns the start of the segment of a zset key of this index.
+func (ix *core) keyStart(key string) (int64, error) {
+	t, err := time.ParseInLocation(ix.layout, ix.segmentOf(key), time.UTC)
+	if err != nil {
+		return 0, fmt.Errorf("zset: %s is not a zset of prefix %s", key, ix.prefix)
+	}
+	return t.UnixMilli(), nil
+}
+
 func (ix *core) segmentName(start int64) string {
 	return time.UnixMilli(start).UTC().Format(ix.layout)
 }

@@ -12,10 +12,16 @@ import (
 )
 
 // LayoutVersion is the version of the key layout this package writes (the
-// package doc, "Keys"). It changes when keys or members change meaning, so
-// that a delayd of another layout version refuses a prefix it would
-// misread.
-const LayoutVersion = 1
+// package doc, "Keys"). It changes when keys, members or scores change
+// meaning, so that a delayd of another layout version refuses a prefix it
+// would misread. Version 2 scores a member by its offset in its segment
+// (keys.go, score); version 1 by its exec_at. A prefix recorded as
+// version 1 is still read and written as version 1 (CheckLayout and
+// FollowLayout adopt it): an upgrade needs no migration.
+const LayoutVersion = 2
+
+// absoluteVersion is the layout version whose scores are exec_at itself.
+const absoluteVersion = 1
 
 // ErrLayoutMismatch is wrapped by the CheckLayout error for a prefix laid
 // out otherwise than the Index: retrying does not help.
@@ -34,13 +40,23 @@ var layoutFields = []string{"version", "segment", "shards", "zset-fill"}
 // "version=1 segment=1m0s shards=256 zset-fill=127": what two processes
 // must agree on to read each other's keys.
 func (ix *Index) Layout() string {
+	v := LayoutVersion
+	if ix.absolute.Load() {
+		v = absoluteVersion
+	}
+	return ix.layoutOf(v)
+}
+
+func (ix *Index) layoutOf(version int) string {
 	seg := time.Duration(ix.segMs) * time.Millisecond
-	return fmt.Sprintf("version=%d segment=%s shards=%d zset-fill=%d", LayoutVersion, seg, ix.shards, ix.fill)
+	return fmt.Sprintf("version=%d segment=%s shards=%d zset-fill=%d", version, seg, ix.shards, ix.fill)
 }
 
 // CheckLayout records Layout under the prefix if no layout is recorded
 // there (the first start on this prefix, or a Redis that lost its keys),
-// else compares the recorded one with it. A difference is an error
+// else compares the recorded one with it. A prefix recorded as layout
+// version 1 with the same flags is adopted: ix reads and writes it as
+// version 1 from then on. Any other difference is an error
 // wrapping ErrLayoutMismatch that names each differing flag with the
 // recorded and the configured value. Other errors are Redis's, worth a
 // retry.
@@ -61,8 +77,36 @@ func (ix *Index) CheckLayout(ctx context.Context) error {
 		case err != nil:
 			return fmt.Errorf("zset: read layout %s: %w", key, err)
 		}
+		if ix.adopt(have) {
+			return nil
+		}
 		return ix.compareLayout(have, want)
 	}
+}
+
+// FollowLayout reads the layout recorded under the prefix, if any, and
+// adopts version 1 like CheckLayout, without recording or comparing
+// anything: for tools that read a prefix some delayd laid out (delayctl).
+func (ix *Index) FollowLayout(ctx context.Context) error {
+	have, err := ix.client.Get(ctx, ix.layoutKey()).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil
+	case err != nil:
+		return fmt.Errorf("zset: read layout %s: %w", ix.layoutKey(), err)
+	}
+	ix.adopt(have)
+	return nil
+}
+
+// adopt makes ix read and write layout version 1 when the recorded layout
+// is ix's in that version, and reports whether it did.
+func (ix *Index) adopt(recorded string) bool {
+	if recorded != ix.layoutOf(absoluteVersion) {
+		return false
+	}
+	ix.absolute.Store(true)
+	return true
 }
 
 func (ix *Index) compareLayout(have, want string) error {
@@ -72,6 +116,9 @@ func (ix *Index) compareLayout(have, want string) error {
 	hf, ok := parseLayout(have)
 	if !ok {
 		return fmt.Errorf("%w: %s holds %q, not a layout delayq wrote: use another --prefix", ErrLayoutMismatch, ix.layoutKey(), have)
+	}
+	if hf["version"] == strconv.Itoa(absoluteVersion) {
+		want = ix.layoutOf(absoluteVersion) // this delayd reads it: name the flags
 	}
 	wf, _ := parseLayout(want)
 	if hf["version"] != wf["version"] {

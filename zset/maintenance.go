@@ -184,36 +184,39 @@ func (ix *Maintenance) Pending(ctx context.Context, e Entry) (ok bool, err error
 	if err != nil {
 		return false, fmt.Errorf("zset: pending %d: %w", e.ID, err)
 	}
-	names := []string{ix.segmentName(own)}
+	names, starts := []string{ix.segmentName(own)}, []int64{own}
 	for _, s := range segs {
 		if name := s.Member.(string); name != names[0] {
-			names = append(names, name)
+			names, starts = append(names, name), append(starts, int64(s.Score))
 		}
 	}
 	fams, err := ix.families(ctx, names)
 	if err != nil {
 		return false, fmt.Errorf("zset: pending %d: %w", e.ID, err)
 	}
-	var keys []string
+	type look struct {
+		key   string
+		score int64 // e's score in key
+	}
+	var looks []look
 	for i, name := range names {
 		for f := range fams[i] {
-			keys = append(keys, ix.familyKey(name, f, ix.familyShard(e.ID, f)))
+			looks = append(looks, look{ix.familyKey(name, f, ix.familyShard(e.ID, f)), ix.score(starts[i], e.ExecAt)})
 		}
 	}
 	plain := strconv.FormatUint(e.ID, 10)
-	long := plain + "@" + strconv.FormatInt(e.ExecAt, 10)
-	for c := range slices.Chunk(keys, MaxPipeline) {
+	for c := range slices.Chunk(looks, MaxPipeline) {
 		pl := ix.client.Pipeline()
 		cmds := make([]*redis.FloatSliceCmd, len(c))
-		for i, key := range c {
-			cmds[i] = pl.ZMScore(ctx, key, plain, long)
+		for i, l := range c {
+			cmds[i] = pl.ZMScore(ctx, l.key, plain, plain+"@"+strconv.FormatInt(l.score, 10))
 		}
 		if _, err := pl.Exec(ctx); err != nil {
 			return false, fmt.Errorf("zset: pending %d: %w", e.ID, err)
 		}
-		for _, cmd := range cmds {
-			// ZMSCORE reads a missing member as 0, never a valid exec_at.
-			if s := cmd.Val(); int64(s[0]) == e.ExecAt || s[1] != 0 {
+		for i, cmd := range cmds {
+			// ZMSCORE reads a missing member as 0, never a valid score.
+			if s := cmd.Val(); int64(s[0]) == c[i].score || s[1] != 0 {
 				return true, nil
 			}
 		}

@@ -48,13 +48,16 @@ type Group struct {
 // segment, shard by shard), leaving out the groups with nothing due.
 func (ix *Reader) DueGroups(ctx context.Context, until int64) (groups []Group, err error) {
 	defer ix.metrics.observe("due_keys", time.Now(), &err)
-	hi := strconv.FormatInt(until, 10)
-	all, segs, err := ix.keysOf(ctx, "-inf", hi)
+	all, segs, err := ix.keysOf(ctx, "-inf", strconv.FormatInt(until, 10))
 	if err != nil {
 		return nil, fmt.Errorf("zset: due keys: %w", err)
 	}
+	hi := make(map[string]string, len(segs)) // segment -> the score of until in it
+	for _, s := range segs {
+		hi[s.name] = strconv.FormatInt(ix.score(s.start, until), 10)
+	}
 	counts, err := ix.counts(ctx, all, func(pl redis.Pipeliner, key string) *redis.IntCmd {
-		return pl.ZCount(ctx, key, "-inf", hi)
+		return pl.ZCount(ctx, key, "-inf", hi[ix.segmentOf(key)])
 	})
 	if err != nil {
 		return nil, fmt.Errorf("zset: due keys: %w", err)
@@ -112,8 +115,12 @@ func (ix *Reader) DueMany(ctx context.Context, rs []Range, limit int) (out [][]E
 	out = make([][]Entry, len(rs))
 	read := make([]int, len(rs))
 	todo := make([]int, len(rs))
+	starts := make([]int64, len(rs))
 	for i := range rs {
 		read[i], todo[i] = limit, i
+		if starts[i], err = ix.keyStart(rs[i].Key); err != nil {
+			return nil, err
+		}
 	}
 	for len(todo) > 0 {
 		var again []int
@@ -122,7 +129,7 @@ func (ix *Reader) DueMany(ctx context.Context, rs []Range, limit int) (out [][]E
 			cmds := make([]*redis.ZSliceCmd, len(c))
 			for j, i := range c {
 				cmds[j] = pl.ZRangeByScoreWithScores(ctx, rs[i].Key, &redis.ZRangeBy{
-					Min: "-inf", Max: strconv.FormatInt(rs[i].Until, 10), Count: int64(read[i]),
+					Min: "-inf", Max: strconv.FormatInt(ix.score(starts[i], rs[i].Until), 10), Count: int64(read[i]),
 				})
 			}
 			_, _ = pl.Exec(ctx) // every command carries its own error
@@ -131,7 +138,7 @@ func (ix *Reader) DueMany(ctx context.Context, rs []Range, limit int) (out [][]E
 				if err != nil {
 					return nil, fmt.Errorf("zset: due %s: %w", rs[i].Key, err)
 				}
-				entries, both, err := parseDue(rs[i].Key, zs)
+				entries, both, err := ix.parseDue(rs[i].Key, starts[i], zs)
 				if err != nil {
 					return nil, err
 				}
@@ -159,28 +166,37 @@ func (ix *Reader) DueMany(ctx context.Context, rs []Range, limit int) (out [][]E
 // LIMIT 0 1 each, in pipelines.
 func (ix *Reader) Earliest(ctx context.Context, from, until int64) (_ int64, _ bool, err error) {
 	defer ix.metrics.observe("earliest", time.Now(), &err)
-	lo, hi := strconv.FormatInt(from, 10), strconv.FormatInt(until, 10)
-	keys, _, err := ix.keysOf(ctx, strconv.FormatInt(ix.segmentStart(from), 10), hi)
+	keys, segs, err := ix.keysOf(ctx, strconv.FormatInt(ix.segmentStart(from), 10), strconv.FormatInt(until, 10))
 	if err != nil {
 		return 0, false, fmt.Errorf("zset: earliest: %w", err)
+	}
+	starts := make([]int64, 0, len(keys)) // the segment start of each key
+	for _, s := range segs {
+		for len(starts) < s.end {
+			starts = append(starts, s.start)
+		}
 	}
 	var (
 		low   int64
 		found bool
 	)
-	for c := range slices.Chunk(keys, MaxPipeline) {
+	for lo := 0; lo < len(keys); lo += MaxPipeline {
 		pl := ix.client.Pipeline()
-		cmds := make([]*redis.ZSliceCmd, len(c))
-		for i, key := range c {
-			cmds[i] = pl.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: lo, Max: hi, Count: 1})
+		cmds := make([]*redis.ZSliceCmd, 0, MaxPipeline)
+		for i := lo; i < min(lo+MaxPipeline, len(keys)); i++ {
+			cmds = append(cmds, pl.ZRangeByScoreWithScores(ctx, keys[i], &redis.ZRangeBy{
+				Min:   strconv.FormatInt(ix.score(starts[i], from), 10),
+				Max:   strconv.FormatInt(ix.score(starts[i], until), 10),
+				Count: 1,
+			}))
 		}
 		if _, err := pl.Exec(ctx); err != nil {
 			return 0, false, fmt.Errorf("zset: earliest: %w", err)
 		}
-		for _, cmd := range cmds {
+		for j, cmd := range cmds {
 			for _, z := range cmd.Val() {
-				if s := int64(z.Score); !found || s < low {
-					low, found = s, true
+				if at := ix.execAt(starts[lo+j], int64(z.Score)); !found || at < low {
+					low, found = at, true
 				}
 			}
 		}
@@ -188,9 +204,10 @@ func (ix *Reader) Earliest(ctx context.Context, from, until int64) (_ int64, _ b
 	return low, found, nil
 }
 
-// parseDue reads the members of a Due answer of key, one entry per task;
-// both reports a member of the "<id>@<exec_at>" form.
-func parseDue(key string, zs []redis.Z) (entries []Entry, both bool, err error) {
+// parseDue reads the members of a Due answer of key, a zset of the
+// segment starting at start, one entry per task; both reports a member of
+// the "<id>@<score>" form.
+func (ix *core) parseDue(key string, start int64, zs []redis.Z) (entries []Entry, both bool, err error) {
 	entries = make([]Entry, 0, len(zs))
 	for _, z := range zs {
 		m, _ := z.Member.(string)
@@ -198,6 +215,7 @@ func parseDue(key string, zs []redis.Z) (entries []Entry, both bool, err error) 
 		if !ok {
 			return nil, false, fmt.Errorf("%w: %s holds %q (score %v)", ErrBadMember, key, m, z.Score)
 		}
+		e.ExecAt = ix.execAt(start, e.ExecAt)
 		both = both || long
 		entries = append(entries, e)
 	}
@@ -207,8 +225,9 @@ func parseDue(key string, zs []redis.Z) (entries []Entry, both bool, err error) 
 	return entries, both, nil
 }
 
-// parseMember reads a member "<id>" (score = exec_at) or "<id>@<exec_at>"
-// (long reports that form); the exec_at of the long form must be its score.
+// parseMember reads a member "<id>" or "<id>@<score>" (long reports that
+// form; its score must be the one it names) and returns its id and score
+// (as ExecAt: the caller turns it into the exec_at).
 func parseMember(m string, score float64) (e Entry, long, ok bool) {
 	id, at, long := strings.Cut(m, "@")
 	n, err := strconv.ParseUint(id, 10, 64)
@@ -238,9 +257,9 @@ func dedupe(entries []Entry) []Entry {
 	})
 }
 
-// removeScript removes the tasks (exec_at, id) in ARGV from the zset
-// KEYS[1]: the plain id member when its score is that exec_at, and the
-// member "<id>@<exec_at>" if there is one. It returns how many members it
+// removeScript removes the tasks (score, id) in ARGV from the zset
+// KEYS[1]: the plain id member when its score is that one, and the member
+// "<id>@<score>" if there is one. It returns how many members it
 // removed. It unpacks at most len(ARGV) values, so callers keep ARGV under
 // MaxArgs.
 var removeScript = redis.NewScript(`
@@ -286,10 +305,14 @@ func (ix *Reader) RemoveMany(ctx context.Context, rs []Removal) (err error) {
 	)
 	for _, r := range rs {
 		n += len(r.Entries)
+		start, err := ix.keyStart(r.Key)
+		if err != nil {
+			return err
+		}
 		for c := range slices.Chunk(r.Entries, MaxArgs/2) {
 			args := make([]any, 0, 2*len(c))
 			for _, e := range c {
-				args = append(args, e.ExecAt, e.ID)
+				args = append(args, ix.score(start, e.ExecAt), e.ID)
 			}
 			calls = append(calls, scriptCall{key: r.Key, args: args})
 			segs = append(segs, ix.segmentOf(r.Key))

@@ -3,6 +3,7 @@ package zset
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -82,7 +83,7 @@ func TestDueKeysAndDue(t *testing.T) {
 	one := Entry{ID: 1, ExecAt: ms(t0.Add(time.Hour))}
 	key := ix.Key(one)
 	for i := range 5 {
-		c.ZAdd(ctx, key, redis.Z{Score: float64(one.ExecAt + int64(i)), Member: strconv.Itoa(i + 1)})
+		c.ZAdd(ctx, key, redis.Z{Score: float64(ix.score(ix.segmentStart(one.ExecAt), one.ExecAt+int64(i))), Member: strconv.Itoa(i + 1)})
 	}
 	es, err := ix.Reader().Due(ctx, key, one.ExecAt+10, 3)
 	if err != nil {
@@ -94,58 +95,88 @@ func TestDueKeysAndDue(t *testing.T) {
 	}
 }
 
+// The member forms, in both layout versions: "<id>" and "<id>@<score>"
+// (both forms of one task read as one entry), and members that are
+// neither are ErrBadMember.
 func TestDueMemberForms(t *testing.T) {
+	for _, v1 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("absolute %v", v1), func(t *testing.T) { testDueMemberForms(t, v1) })
+	}
+}
+
+func testDueMemberForms(t *testing.T, absolute bool) {
 	ctx := context.Background()
 	const key = "delayq:202501311459:0"
-	t.Run("both forms", func(t *testing.T) {
+	start := ms(t0)
+	index := func(t *testing.T) (*Index, redis.UniversalClient) {
 		ix, _, c := newTestIndex(t, Config{})
-		c.ZAdd(ctx, key,
-			redis.Z{Score: 10, Member: "5"},
-			redis.Z{Score: 20, Member: "5@20"},
-			redis.Z{Score: 20, Member: "6"},
-			redis.Z{Score: 30, Member: "6@30"},
-			redis.Z{Score: 30, Member: "6"[:1] + "@30"}, // the same member
-		)
-		got, err := ix.Reader().Due(ctx, key, 100, 0)
+		ix.absolute.Store(absolute)
+		return ix, c
+	}
+	// z is the member id (with @score for the long form) at start+at.
+	z := func(ix *Index, id string, long bool, at int64) redis.Z {
+		s := ix.score(start, start+at)
+		if long {
+			id += "@" + strconv.FormatInt(s, 10)
+		}
+		return redis.Z{Score: float64(s), Member: id}
+	}
+	e := func(id uint64, at int64) Entry { return Entry{id, start + at} }
+	t.Run("both forms", func(t *testing.T) {
+		ix, c := index(t)
+		c.ZAdd(ctx, key, z(ix, "5", false, 10), z(ix, "5", true, 20), z(ix, "6", false, 20), z(ix, "6", true, 30))
+		got, err := ix.Reader().Due(ctx, key, start+100, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []Entry{{5, 10}, {5, 20}, {6, 20}, {6, 30}}
+		want := []Entry{e(5, 10), e(5, 20), e(6, 20), e(6, 30)}
 		if !slices.Equal(got, want) {
 			t.Fatalf("Due = %v, want %v", got, want)
 		}
 	})
 	// Both forms of one task (see the package doc) read as one entry.
 	t.Run("duplicate forms", func(t *testing.T) {
-		ix, _, c := newTestIndex(t, Config{})
-		c.ZAdd(ctx, key, redis.Z{Score: 20, Member: "5"}, redis.Z{Score: 20, Member: "5@20"}, redis.Z{Score: 20, Member: "51"})
-		got, err := ix.Reader().Due(ctx, key, 100, 0)
+		ix, c := index(t)
+		c.ZAdd(ctx, key, z(ix, "5", false, 20), z(ix, "5", true, 20), z(ix, "51", false, 20))
+		got, err := ix.Reader().Due(ctx, key, start+100, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []Entry{{5, 20}, {51, 20}}; !slices.Equal(got, want) {
+		if want := []Entry{e(5, 20), e(51, 20)}; !slices.Equal(got, want) {
 			t.Fatalf("Due = %v, want %v", got, want)
 		}
 		// A limit that the second form would fill: still two entries.
-		if got, err := ix.Reader().Due(ctx, key, 100, 2); err != nil || !slices.Equal(got, []Entry{{5, 20}, {51, 20}}) {
+		if got, err := ix.Reader().Due(ctx, key, start+100, 2); err != nil || !slices.Equal(got, []Entry{e(5, 20), e(51, 20)}) {
 			t.Fatalf("Due limit 2 = %v, %v; want both tasks", got, err)
 		}
-		if got, err := ix.Reader().Due(ctx, key, 100, 1); err != nil || !slices.Equal(got, []Entry{{5, 20}}) {
+		if got, err := ix.Reader().Due(ctx, key, start+100, 1); err != nil || !slices.Equal(got, []Entry{e(5, 20)}) {
 			t.Fatalf("Due limit 1 = %v, %v; want the first task", got, err)
 		}
 		if err := ix.Reader().Remove(ctx, key, got[:1]); err != nil {
 			t.Fatal(err)
 		}
-		if left := members(t, c, key); !maps.Equal(left, map[string]float64{"51": 20}) {
+		if left := indexed(t, ix, c, key); !maps.Equal(left, map[string]float64{"51": float64(start + 20)}) {
 			t.Fatalf("Remove left %v, want only 51", left)
 		}
 	})
-	for _, member := range []string{"not-a-number", "-1", "5@", "5@x", "5@11", "@10", "5@10@10", ""} {
-		t.Run("bad "+member, func(t *testing.T) {
-			ix, _, c := newTestIndex(t, Config{})
-			c.ZAdd(ctx, key, redis.Z{Score: 10, Member: member})
-			if _, err := ix.Reader().Due(ctx, key, 10, 10); !errors.Is(err, ErrBadMember) {
-				t.Fatalf("Due over %q = %v, want ErrBadMember", member, err)
+	for _, bad := range []struct {
+		name string
+		m    func(ix *Index) string
+	}{
+		{"not-a-number", func(*Index) string { return "not-a-number" }},
+		{"-1", func(*Index) string { return "-1" }},
+		{"5@", func(*Index) string { return "5@" }},
+		{"5@x", func(*Index) string { return "5@x" }},
+		{"another score", func(ix *Index) string { return z(ix, "5", true, 11).Member.(string) }},
+		{"@score", func(ix *Index) string { return "@" + strconv.FormatInt(ix.score(start, start+10), 10) }},
+		{"two @", func(ix *Index) string { return z(ix, "5", true, 10).Member.(string) + "@10" }},
+		{"empty", func(*Index) string { return "" }},
+	} {
+		t.Run("bad "+bad.name, func(t *testing.T) {
+			ix, c := index(t)
+			c.ZAdd(ctx, key, redis.Z{Score: z(ix, "", false, 10).Score, Member: bad.m(ix)})
+			if _, err := ix.Reader().Due(ctx, key, start+10, 10); !errors.Is(err, ErrBadMember) {
+				t.Fatalf("Due over %q = %v, want ErrBadMember", bad.m(ix), err)
 			}
 		})
 	}

@@ -210,7 +210,7 @@ func (ix *Writer) fastAdd(ctx context.Context, segs []segPlan, sparse []bool, ad
 		for _, z := range c {
 			members := make([]redis.Z, len(z.entries))
 			for i, e := range z.entries {
-				members[i] = redis.Z{Score: float64(e.ExecAt), Member: e.ID}
+				members[i] = redis.Z{Score: float64(ix.score(segs[z.seg].start, e.ExecAt)), Member: e.ID}
 			}
 			z.cmd = pl.ZAddNX(ctx, z.key, members...)
 		}

@@ -49,7 +49,7 @@ func TestAdd(t *testing.T) {
 		{past, fmt.Sprintf("delayq:202501311500:%d", ix.shard(past.ID))},
 		{endsNow, fmt.Sprintf("delayq:202501311500:%d", ix.shard(endsNow.ID))},
 	} {
-		got := members(t, c, tc.key)
+		got := indexed(t, ix, c, tc.key)
 		if got[strconv.FormatUint(tc.e.ID, 10)] != float64(tc.e.ExecAt) {
 			t.Errorf("entry %d: %s holds %v, want score %d", tc.e.ID, tc.key, got, tc.e.ExecAt)
 		}
@@ -97,7 +97,7 @@ func testAddBadEntry(t *testing.T, newIndex newIndexFunc) {
 		}
 	}
 	// The good ones are indexed all the same.
-	got := members(t, c, ix.Key(entries[0]))
+	got := indexed(t, ix, c, ix.Key(entries[0]))
 	want := map[string]float64{"1": float64(good), "3": float64(good + 1), strconv.FormatUint(MaxID, 10): float64(good + 2)}
 	if !maps.Equal(got, want) {
 		t.Fatalf("indexed %v, want %v", got, want)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -174,6 +175,9 @@ type core struct {
 	shards   int
 	fill     int
 	metrics  *metrics
+	// absolute: scores are exec_at itself (layout version 1, adopted by
+	// CheckLayout from a prefix that records it), not an offset (keys.go).
+	absolute atomic.Bool
 }
 
 // New returns an Index over client.

@@ -136,6 +136,21 @@ func members(t *testing.T, c redis.UniversalClient, key string) map[string]float
 	return out
 }
 
+// indexed returns the members of key with the exec_at each stands for
+// (the score decoded: layout version 2 scores an offset).
+func indexed(t *testing.T, ix *Index, c redis.UniversalClient, key string) map[string]float64 {
+	t.Helper()
+	start, err := ix.keyStart(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := members(t, c, key)
+	for m, s := range out {
+		out[m] = float64(ix.execAt(start, int64(s)))
+	}
+	return out
+}
+
 // newIndexFunc returns an index and its client for a test.
 type newIndexFunc func(*testing.T, Config) (*Index, redis.UniversalClient)
 

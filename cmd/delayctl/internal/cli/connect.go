@@ -152,6 +152,9 @@ func (g *globals) openZset(ctx context.Context) (*zset.Index, redis.UniversalCli
 		return nil, nil, err
 	}
 	ix, err := zset.New(rdb, zset.Config{Prefix: g.prefix, Segment: g.segment, Shards: g.shards})
+	if err == nil {
+		err = ix.FollowLayout(ctx)
+	}
 	if err != nil {
 		rdb.Close()
 		return nil, nil, err
