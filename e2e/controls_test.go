@@ -173,17 +173,43 @@ func runControls(t *testing.T, e *e2etest.Env, base string, sz controlSizes) {
 	}
 	ls := outL.Snapshot()
 	checkOnceInOrder(t, "rate-limited", ls, sz.burst)
-	first, last := ls[0].Msg.Time, ls[0].Msg.Time
-	for _, r := range ls {
-		first, last = minTime(first, r.Msg.Time), maxTime(last, r.Msg.Time)
+	checkRate(t, ls, sz.rate, want)
+}
+
+// checkRate checks the delivery times of a rate-limited burst, second by
+// second: no second holds more than the rate plus the bucket (a quarter
+// of it) and a margin for the write's timestamps, the busiest second
+// reaches 80 % of the rate, and the whole burst takes at least what the
+// rate allows after the bucket (want: 9.75 s for 5,000 at 500/s). It may
+// take longer by however long the scanners took to hold the burst: the
+// releaser never overtakes a task due earlier that a step has not held
+// yet (under load, seconds), and a bucket does not save what it could not
+// spend meanwhile.
+func checkRate(t *testing.T, rs []e2etest.Received, rate int, want float64) {
+	t.Helper()
+	times := make([]time.Time, len(rs))
+	for i, r := range rs {
+		times[i] = r.Msg.Time
 	}
-	span := last.Sub(first).Seconds()
-	// After the bucket's burst, sz.rate a second: 9.75 s for 5,000 at 500/s,
-	// checked against 9–11 s.
-	lo, hi := want-0.75, want+1.25
-	t.Logf("%d tasks at %d/s delivered over %.2f s (want %.2f–%.2f s)", sz.burst, sz.rate, span, lo, hi)
-	if span < lo || span > hi {
-		t.Errorf("burst went out over %.2f s, want %.2f–%.2f", span, lo, hi)
+	slices.SortFunc(times, time.Time.Compare)
+	peak := 0
+	for i, j := 0, 0; i < len(times); i++ {
+		for times[i].Sub(times[j]) >= time.Second {
+			j++
+		}
+		peak = max(peak, i-j+1)
+	}
+	span := times[len(times)-1].Sub(times[0]).Seconds()
+	t.Logf("%d tasks at %d/s delivered over %.2f s (at least %.2f s), at most %d in one second",
+		len(times), rate, span, want-0.75, peak)
+	if span < want-0.75 {
+		t.Errorf("burst went out over %.2f s, faster than %d/s allows (%.2f s)", span, rate, want)
+	}
+	if hi := rate + rate/topicctl.Burst + rate/4; peak > hi {
+		t.Errorf("%d delivered within one second, want at most %d", peak, hi)
+	}
+	if lo := rate * 8 / 10; peak < lo {
+		t.Errorf("at most %d delivered in any second, want the rate (%d/s) reached", peak, rate)
 	}
 }
 
@@ -266,18 +292,4 @@ func checkOnceInOrder(t *testing.T, what string, rs []e2etest.Received, n int) {
 			return
 		}
 	}
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
