@@ -81,7 +81,7 @@
 // write and never lowered: the bound of the ZADD NX path, see "Costs").
 //
 // The string {prefix}:layout records what every process of the prefix
-// must agree on, e.g. "version=1 segment=1m0s shards=256 zset-fill=127"
+// must agree on, e.g. "version=2 segment=1m0s shards=256 zset-fill=127"
 // (Layout): LayoutVersion, Config.Segment, Config.Shards and Config.Fill,
 // named after delayd's flags. CheckLayout writes it when absent (SET NX:
 // the first start, or a Redis that lost its keys) and otherwise refuses a

@@ -37,7 +37,7 @@ func (ix *Index) layoutKey() string { return ix.prefix + ":layout" }
 var layoutFields = []string{"version", "segment", "shards", "zset-fill"}
 
 // Layout is the layout of ix as CheckLayout records it, e.g.
-// "version=1 segment=1m0s shards=256 zset-fill=127": what two processes
+// "version=2 segment=1m0s shards=256 zset-fill=127": what two processes
 // must agree on to read each other's keys.
 func (ix *Index) Layout() string {
 	v := LayoutVersion

@@ -105,7 +105,8 @@ type Range struct {
 
 // DueMany is Due for each of rs (the answer aligned with rs), in one
 // pipelined round trip; a zset holding both forms of a task may take one
-// more.
+// more. A key that is not a zset of this index (another prefix's, left in
+// the scan-task topic by an earlier deployment) holds nothing due.
 func (ix *Reader) DueMany(ctx context.Context, rs []Range, limit int) (out [][]Entry, err error) {
 	defer ix.metrics.observe("due", time.Now(), &err)
 	if limit <= 0 {
@@ -114,13 +115,15 @@ func (ix *Reader) DueMany(ctx context.Context, rs []Range, limit int) (out [][]E
 	limit = min(limit, MaxArgs)
 	out = make([][]Entry, len(rs))
 	read := make([]int, len(rs))
-	todo := make([]int, len(rs))
+	todo := make([]int, 0, len(rs))
 	starts := make([]int64, len(rs))
 	for i := range rs {
-		read[i], todo[i] = limit, i
-		if starts[i], err = ix.keyStart(rs[i].Key); err != nil {
-			return nil, err
+		start, err := ix.keyStart(rs[i].Key)
+		if err != nil {
+			continue // not a zset of this index (a scan task of another prefix): nothing due
 		}
+		read[i], starts[i] = limit, start
+		todo = append(todo, i)
 	}
 	for len(todo) > 0 {
 		var again []int

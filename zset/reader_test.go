@@ -268,3 +268,22 @@ func TestEarliest(t *testing.T) {
 		t.Fatalf("after removing the first: Earliest = %d, %v; want %d", got, err, ms(t0)+6000)
 	}
 }
+
+// A scan task of another prefix (left in the topic by an earlier
+// deployment) reads nothing and is no error: the scanner goes on.
+func TestDueForeignKey(t *testing.T) {
+	ctx := context.Background()
+	ix, _, _ := newTestIndex(t, Config{Shards: 1})
+	e := Entry{ID: 1, ExecAt: ms(t0)}
+	if err := ix.Writer().Add(ctx, t0, []Entry{e}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ix.Reader().DueMany(ctx, []Range{
+		{Key: "other:202501311459:0", Until: ms(t0) + 1000},
+		{Key: "garbage", Until: ms(t0) + 1000},
+		{Key: ix.Key(e), Until: ms(t0) + 1000},
+	}, 10)
+	if err != nil || len(got) != 3 || len(got[0]) != 0 || len(got[1]) != 0 || !slices.Equal(got[2], []Entry{e}) {
+		t.Fatalf("DueMany = %v, %v; want nothing from the foreign keys and %v", got, err, e)
+	}
+}
