@@ -161,9 +161,8 @@ func (ix *Reader) DueMany(ctx context.Context, rs []Range, limit int) (out [][]E
 	return out, nil
 }
 
-// Earliest returns the lowest score of the members with from <= score <=
-// until, and false when there is none: the due time of the earliest task
-// in that range still in the index (not settled by a scanner). It reads
+// Earliest returns the lowest exec_at in [from, until] of the tasks still
+// in the index (not settled by a scanner), and false when there is none. It reads
 // the zsets of the segments starting from from's segment to until (an
 // entry lives in its own segment or a later one), one ZRANGEBYSCORE
 // LIMIT 0 1 each, in pipelines.
