@@ -154,7 +154,7 @@ func TestReleaseWaitsForEarlierEntries(t *testing.T) {
 	}
 	round := func() {
 		t.Helper()
-		e.s.fenceAt = time.Time{} // read the fence again
+		e.s.fenceNext = time.Time{} // read the fence again
 		if err := e.s.releaseRound(ctx, "me"); err != nil {
 			t.Fatal(err)
 		}

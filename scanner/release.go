@@ -30,8 +30,12 @@ const (
 	// any instance): an entry due longer ago than that (a parked delivery
 	// of another topic) no longer holds it back.
 	orderWait = 5 * time.Second
-	// fenceEvery is how often the releaser reads the fence (fence).
-	fenceEvery = 200 * time.Millisecond
+	// fenceEvery is how often the releaser reads the fence (fence), at
+	// most; fenceSpacing times the last read's own duration, at least: one
+	// ZRANGEBYSCORE per zset of the current segments, tens of thousands
+	// in a dense minute, must not take a share of Redis.
+	fenceEvery   = 200 * time.Millisecond
+	fenceSpacing = 20
 )
 
 // release delivers the held tasks of the topics that are not paused, at
@@ -115,11 +119,12 @@ func (s *Scanner) releaseRound(ctx context.Context, owner string) error {
 // when that is earlier. A step holds a task before it removes its entry
 // from the index, and the fence is read before the held sets are: a task
 // due before the fence that a step has not delivered is in a held set by
-// then, and goes out first (due order), across instances. It is read
-// again at most every fenceEvery (an older fence is as safe, only later).
+// then, and goes out first (due order), across instances. An older
+// fence is as safe, only later: it is read again after fenceEvery, or
+// fenceSpacing times as long as the last read took if that is longer.
 func (s *Scanner) fence(ctx context.Context) (int64, error) {
 	now := time.Now()
-	if now.Sub(s.fenceAt) < fenceEvery {
+	if now.Before(s.fenceNext) {
 		return s.fenceUntil, nil
 	}
 	until := s.cutoff(now.UnixMilli())
@@ -130,7 +135,7 @@ func (s *Scanner) fence(ctx context.Context) (int64, error) {
 	if found && low < until {
 		until = low
 	}
-	s.fenceAt, s.fenceUntil = now, until
+	s.fenceNext, s.fenceUntil = now.Add(max(fenceEvery, fenceSpacing*time.Since(now))), until
 	return until, nil
 }
 

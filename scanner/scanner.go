@@ -80,8 +80,9 @@ type Scanner struct {
 	missingLog *limiter
 	// authLog limits the WARN lines about unauthorized topics.
 	authLog *limiter
-	// fenceAt and fenceUntil: the releaser's last fence (release.go).
-	fenceAt    time.Time
+	// fenceNext and fenceUntil: when the releaser reads its fence again,
+	// and the last one read (release.go).
+	fenceNext  time.Time
 	fenceUntil int64
 	recurM     *recurMetrics
 	cm         *controlMetrics
