@@ -11,9 +11,10 @@
 // (record timestamp minus delay-at).
 //
 // Besides Kafka it reads three things: delayd's /metrics (the accepted and
-// delivered counters and process_cpu_seconds_total), Redis INFO memory
-// (used_memory) and the zsets under the delayd's Redis prefix (pending
-// count and encodings). Submit rate is Tasks over the time from the first
+// delivered counters and process_cpu_seconds_total), Redis INFO (memory:
+// used_memory; cpu and commandstats: Redis's CPU time and its time per
+// command, before the run, once everything is accepted and at the end) and
+// the zsets under the delayd's Redis prefix (pending count and encodings). Submit rate is Tasks over the time from the first
 // produce until delayq_tasks_accepted_total has grown by Tasks: ingest lag
 // back to zero, everything stored in HBase and Redis. Redis bytes per
 // pending task is the used_memory growth from before the run to that moment

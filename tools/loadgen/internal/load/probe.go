@@ -2,6 +2,7 @@ package load
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -249,3 +250,87 @@ func DeletePrefix(ctx context.Context, rdb redis.UniversalClient, prefix string)
 
 // metricsClient is the HTTP client of the scrapes.
 var metricsClient = &http.Client{Timeout: 5 * time.Second}
+
+// RedisUsage is what Redis has spent so far: its CPU time (INFO cpu:
+// used_cpu_user + used_cpu_sys) and the time spent in each command (INFO
+// commandstats: usec, by command name), summed over the masters of a
+// Redis Cluster. The Redis is delayd's, so the growth over a run is what
+// the run cost it, plus what other clients of that Redis did meanwhile.
+type RedisUsage struct {
+	CPUSeconds  float64
+	CommandUsec map[string]int64
+}
+
+// ReadRedisUsage reads RedisUsage from every master of rdb.
+func ReadRedisUsage(ctx context.Context, rdb redis.UniversalClient) (RedisUsage, error) {
+	var mu sync.Mutex
+	total := RedisUsage{CommandUsec: map[string]int64{}}
+	err := redisconn.ForEachMaster(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		var info strings.Builder
+		for _, section := range []string{"cpu", "commandstats"} { // one a call: Redis 6 takes one section
+			text, err := c.Info(ctx, section).Result()
+			if err != nil {
+				return fmt.Errorf("redis info %s: %w", section, err)
+			}
+			info.WriteString(text)
+		}
+		u, err := ParseRedisUsage(info.String())
+		mu.Lock()
+		defer mu.Unlock()
+		total.CPUSeconds += u.CPUSeconds
+		for k, v := range u.CommandUsec {
+			total.CommandUsec[k] += v
+		}
+		return err
+	})
+	return total, err
+}
+
+// ParseRedisUsage reads the cpu and commandstats sections of INFO text.
+func ParseRedisUsage(info string) (RedisUsage, error) {
+	u := RedisUsage{CommandUsec: map[string]int64{}}
+	var cpu int
+	for line := range strings.SplitSeq(info, "\n") {
+		line = strings.TrimSpace(line)
+		name, value, ok := strings.Cut(line, ":")
+		switch {
+		case !ok:
+		case name == "used_cpu_user" || name == "used_cpu_sys":
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				return u, fmt.Errorf("redis info %s: %w", name, err)
+			}
+			u.CPUSeconds += v
+			cpu++
+		case strings.HasPrefix(name, "cmdstat_"):
+			for field := range strings.SplitSeq(value, ",") {
+				if v, ok := strings.CutPrefix(field, "usec="); ok {
+					n, err := strconv.ParseInt(v, 10, 64)
+					if err != nil {
+						return u, fmt.Errorf("redis info %s: %w", name, err)
+					}
+					u.CommandUsec[strings.TrimPrefix(name, "cmdstat_")] = n
+				}
+			}
+		}
+	}
+	if cpu != 2 {
+		return u, fmt.Errorf("redis info: no used_cpu_user and used_cpu_sys")
+	}
+	return u, nil
+}
+
+// Since returns what Redis spent from before to u: the CPU seconds and the
+// commands that took time, most first.
+func (u RedisUsage) Since(before RedisUsage) (float64, []CommandTime) {
+	var cmds []CommandTime
+	for name, usec := range u.CommandUsec {
+		if d := usec - before.CommandUsec[name]; d > 0 {
+			cmds = append(cmds, CommandTime{Name: name, Seconds: float64(d) / 1e6})
+		}
+	}
+	slices.SortFunc(cmds, func(a, b CommandTime) int {
+		return cmp.Or(cmp.Compare(b.Seconds, a.Seconds), strings.Compare(a.Name, b.Name))
+	})
+	return u.CPUSeconds - before.CPUSeconds, cmds
+}

@@ -68,6 +68,8 @@ type Delayq struct {
 
 	Redis *RedisFigures `json:"redis,omitempty"`
 	CPU   CPUFigures    `json:"cpu"`
+	// RedisCPU is what the run cost Redis (INFO cpu and commandstats).
+	RedisCPU *RedisCPUFigures `json:"redis_cpu,omitempty"`
 	// Dispatch is the dispatcher's per-tick time during the run.
 	Dispatch *DispatchFigures `json:"dispatch,omitempty"`
 	// Bins is lateness over due time, what the plot shows.
@@ -105,10 +107,40 @@ type CPUFigures struct {
 	PerThousand    float64 `json:"per_1000_tasks"`
 }
 
+// RedisCPUFigures is Redis's CPU time during the run (used_cpu_user +
+// used_cpu_sys growth, every client of that Redis included) and its
+// command time by command (commandstats usec growth), most first.
+type RedisCPUFigures struct {
+	SubmitSeconds   float64       `json:"submit_seconds"`  // first produce → all accepted
+	DeliverSeconds  float64       `json:"deliver_seconds"` // all accepted → end
+	PerThousand     float64       `json:"per_1000_tasks"`
+	SubmitCommands  []CommandTime `json:"submit_commands"`
+	DeliverCommands []CommandTime `json:"deliver_commands"`
+}
+
+// CommandTime is the time Redis spent in one command.
+type CommandTime struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+}
+
 // Ratios are delayq's rates over the baseline's.
 type Ratios struct {
 	Submit   float64 `json:"submit"`   // delayq submit rate / baseline copy rate
 	Delivery float64 `json:"delivery"` // delayq delivery rate / baseline drain rate
+}
+
+// topCommands lists the first three commands of cmds for the summary.
+func topCommands(cmds []CommandTime) string {
+	var b strings.Builder
+	for i, c := range cmds[:min(3, len(cmds))] {
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%s %.1fs", sep, strings.ToLower(c.Name), c.Seconds)
+	}
+	return b.String()
 }
 
 // ratio returns a/b, or 0 when b is 0.
@@ -181,6 +213,10 @@ func (r *Report) WriteSummary(w io.Writer) {
 		c := d.CPU
 		p("  delayd cpu       %.3fs per 1,000 tasks (submit %.1fs, deliver %.1fs, total %.1fs)\n",
 			c.PerThousand, c.SubmitSeconds, c.DeliverSeconds, c.TotalSeconds)
+		if rc := d.RedisCPU; rc != nil {
+			p("  redis cpu        %.3fs per 1,000 tasks (submit %.1fs%s; deliver %.1fs%s)\n",
+				rc.PerThousand, rc.SubmitSeconds, topCommands(rc.SubmitCommands), rc.DeliverSeconds, topCommands(rc.DeliverCommands))
+		}
 	}
 	io.WriteString(w, b.String())
 }

@@ -3,6 +3,7 @@ package load
 import (
 	"bytes"
 	"encoding/xml"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -198,12 +199,15 @@ func TestSummary(t *testing.T) {
 			SubmitRate: 400, DeliveryRate: 450, Burst: true, AcceptedBeforeDue: false, Awaited: true,
 			Outcome: Outcome{Delivered: 100, Lateness: Percentiles{P99: 120}},
 			Redis:   &RedisFigures{BytesPerPending: 21.5, Pending: 100},
+			RedisCPU: &RedisCPUFigures{SubmitSeconds: 4, PerThousand: 0.05,
+				SubmitCommands: []CommandTime{{"evalsha", 2.2}, {"zmscore", 1.1}, {"zadd", 0.7}, {"exists", 0.1}}},
 		},
 		Ratios: &Ratios{Submit: 0.5, Delivery: 0.5},
 	}
 	var buf bytes.Buffer
 	rep.WriteSummary(&buf)
-	for _, want := range []string{"0.50 x baseline copy", "burst drain", "p99 120ms", "21.5 bytes/pending", "WARNING", "lost 0"} {
+	for _, want := range []string{"0.50 x baseline copy", "burst drain", "p99 120ms", "21.5 bytes/pending", "WARNING", "lost 0",
+		"redis cpu        0.050s per 1,000 tasks (submit 4.0s: evalsha 2.2s, zmscore 1.1s, zadd 0.7s; deliver 0.0s)"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, buf.String())
 		}
@@ -306,5 +310,34 @@ func TestTaskSource(t *testing.T) {
 				t.Errorf("tally of the source's own tasks: %+v", o)
 			}
 		})
+	}
+}
+
+func TestRedisUsage(t *testing.T) {
+	info := "# CPU\r\nused_cpu_sys:0.50\r\nused_cpu_user:1.25\r\nused_cpu_sys_children:9\r\n" +
+		"# Commandstats\r\ncmdstat_zadd:calls=10,usec=300,usec_per_call=30.00,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_evalsha:calls=2,usec=900,usec_per_call=450.00\r\ncmdstat_memory|usage:calls=1,usec=5,usec_per_call=5.00\r\n"
+	before, err := ParseRedisUsage(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.CPUSeconds != 1.75 || before.CommandUsec["zadd"] != 300 || before.CommandUsec["memory|usage"] != 5 {
+		t.Fatalf("parsed %+v", before)
+	}
+	after, err := ParseRedisUsage(strings.NewReplacer("used_cpu_user:1.25", "used_cpu_user:3.25", "usec=300,", "usec=2300,",
+		"cmdstat_evalsha:calls=2,usec=900,", "cmdstat_evalsha:calls=3,usec=1900,").Replace(info) + "cmdstat_exists:calls=1,usec=1000000\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, cmds := after.Since(before)
+	want := []CommandTime{{"exists", 1}, {"zadd", 0.002}, {"evalsha", 0.001}}
+	if cpu != 2 || !slices.Equal(cmds, want) {
+		t.Errorf("since: %v %v, want 2 %v", cpu, cmds, want)
+	}
+	if _, err := ParseRedisUsage("# CPU\r\nused_cpu_sys:0.5\r\n"); err == nil {
+		t.Error("INFO without used_cpu_user accepted")
+	}
+	if _, err := ParseRedisUsage("used_cpu_sys:0.5\nused_cpu_user:1\ncmdstat_get:calls=1,usec=x\n"); err == nil {
+		t.Error("bad usec accepted")
 	}
 }

@@ -103,6 +103,10 @@ func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*De
 	if err != nil {
 		return nil, err
 	}
+	redisBefore, err := ReadRedisUsage(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
 
 	stopDispatch := sampleDispatch(ctx, cfg.Delayd)
 	defer func() {
@@ -169,6 +173,10 @@ func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*De
 	d.CPU.SubmitSeconds = now[metricCPU] - before[metricCPU]
 	d.AcceptedBeforeDue = !cfg.Burst || acceptedAt.UnixMilli() < tally.FirstDue()
 
+	redisAccepted, err := ReadRedisUsage(ctx, rdb)
+	if err != nil {
+		return d, err
+	}
 	usedAfter, err := UsedMemory(ctx, rdb)
 	if err != nil {
 		return d, err
@@ -210,6 +218,15 @@ func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*De
 	d.CPU.TotalSeconds = end[metricCPU] - before[metricCPU]
 	d.CPU.DeliverSeconds = d.CPU.TotalSeconds - d.CPU.SubmitSeconds
 	d.CPU.PerThousand = d.CPU.TotalSeconds / (float64(cfg.Tasks) / 1000)
+	redisEnd, err := ReadRedisUsage(ctx, rdb)
+	if err != nil {
+		return d, err
+	}
+	rc := &RedisCPUFigures{}
+	rc.SubmitSeconds, rc.SubmitCommands = redisAccepted.Since(redisBefore)
+	rc.DeliverSeconds, rc.DeliverCommands = redisEnd.Since(redisAccepted)
+	rc.PerThousand = (rc.SubmitSeconds + rc.DeliverSeconds) / (float64(cfg.Tasks) / 1000)
+	d.RedisCPU = rc
 	d.Dispatch = stopDispatch()
 	stopDispatch = nil
 
