@@ -13,6 +13,7 @@ import (
 	"github.com/delayq/delayq/internal/redisconn"
 	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/payload/hbase"
+	"github.com/delayq/delayq/scanner"
 	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
@@ -56,6 +57,10 @@ type Config struct {
 	// ScanCoalesce rounds scanner wake-ups up to its multiples
 	// (scanner.Config.Coalesce); default 50ms, negative: none.
 	ScanCoalesce time.Duration
+	// ScanPrefetch is how long before their exec_at the scanner reads
+	// tasks from HBase (scanner.Config.Prefetch); default 50ms, negative:
+	// none.
+	ScanPrefetch time.Duration
 	AllowTopics  []string      // business topics allowed: names and prefixes ending in *; empty = any but internal ones and _*, connect-*
 	Retention    time.Duration // how long a row outlives its exec_at; default 7 days
 	SlowRate     float64       // delay-input-slow messages/s; default 1000
@@ -182,6 +187,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ScanWorkers < 1 {
 		bad("scan-workers: %d must be at least 1", c.ScanWorkers)
+	}
+	if c.ScanPrefetch > scanner.MaxPrefetch {
+		bad("scan-prefetch: %s is more than %s", c.ScanPrefetch, scanner.MaxPrefetch)
 	}
 	if c.IngestBatch < 1 {
 		bad("ingest-batch: %d must be at least 1", c.IngestBatch)

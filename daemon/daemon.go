@@ -251,6 +251,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		}
 		sc, err := scanner.New(scanner.Config{
 			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
+			Prefetch: cfg.ScanPrefetch,
 			MaxDelay: cfg.MaxDelay, Hold: hold, Controls: d.topics, Logger: d.opts.Logger, Registerer: d.reg,
 		}, scanIndex{ix.Reader(), ix.Writer()}, store, w)
 		if err != nil {

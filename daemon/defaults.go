@@ -40,6 +40,7 @@ func DefaultConfig() Config {
 		Partitions:     admin.DefaultPartitions,
 		ScanWorkers:    scanner.DefaultWorkers,
 		ScanCoalesce:   scanner.DefaultCoalesce,
+		ScanPrefetch:   scanner.DefaultPrefetch,
 		IngestBatch:    ingest.DefaultBatchSize,
 		Retention:      hbase.DefaultRetention,
 		SlowRate:       ingest.DefaultSlowRate,

@@ -24,6 +24,7 @@ const (
 	DefaultDrainTimeout   = 3 * time.Second
 	DefaultMaxAttempts    = 8
 	DefaultCoalesce       = 50 * time.Millisecond
+	DefaultPrefetch       = 50 * time.Millisecond
 
 	// MaxDrainTimeout caps DrainTimeout: the drain, the final commit
 	// (commitReserve) and leaving or rejoining the group must end before
@@ -31,6 +32,9 @@ const (
 	// or another member scans the zsets while this one still removes what
 	// it produced.
 	MaxDrainTimeout = consumer.MaxDrain - commitReserve
+	// MaxPrefetch bounds Config.Prefetch: a cancel stored between a step's
+	// load and its write no longer wins.
+	MaxPrefetch = time.Second
 
 	// maxBatchSize caps BatchSize: a ZREM of a batch is one command and Redis
 	// commands stay at 5,000 arguments or fewer.
@@ -82,6 +86,18 @@ type Config struct {
 	// writes for up to Coalesce more lateness. Default 50ms; negative: at
 	// the exec_at.
 	Coalesce time.Duration
+	// Prefetch is how long before their exec_at a step reads tasks from
+	// the store: a zset that waits for its next entry wakes Prefetch
+	// early, takes the entries due by its wake + Prefetch (within the
+	// Hold's cutoff, so never more than the Hold's lead), loads their rows
+	// and waits for the latest exec_at among them before it delivers them,
+	// so the store's answer time is not part of the lateness. At most
+	// Coalesce takes effect (a step's wait then never overlaps the next
+	// wake of the worker's zsets), so no prefetch without coalescing. A
+	// cancel stored after the load and before the exec_at (sent less than
+	// the Hold's lead, 2 s, before the task is due: no promise covers it)
+	// no longer wins. Default 50ms; negative: none (load at the exec_at).
+	Prefetch time.Duration
 	// Hold holds deliveries back while ingest trails (a cancel may be
 	// queued behind a stalled input partition): an entry is delivered only
 	// when its exec_at <= Hold.Cutoff(now). Nil: every entry at its
@@ -162,6 +178,12 @@ func (c *Config) setDefaults() {
 	if c.Coalesce == 0 {
 		c.Coalesce = DefaultCoalesce
 	}
+	switch {
+	case c.Prefetch == 0:
+		c.Prefetch = DefaultPrefetch
+	case c.Prefetch < 0:
+		c.Prefetch = 0
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -196,6 +218,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Backoff.Base < 0 || c.Backoff.Max < 0 || (c.Backoff.Max > 0 && c.Backoff.Max < c.Backoff.Base) {
 		bad("backoff range [%s, %s] invalid", c.Backoff.Base, c.Backoff.Max)
+	}
+	if c.Prefetch > MaxPrefetch {
+		bad("prefetch %s > %s", c.Prefetch, MaxPrefetch)
 	}
 	if c.MaxAttempts < 1 {
 		bad("max attempts %d < 1", c.MaxAttempts)

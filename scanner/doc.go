@@ -15,14 +15,19 @@
 //
 // Scanning a scan task is a loop of steps. A step reads up to BatchSize
 // entries up to until (ZRANGEBYSCORE -inf until LIMIT), takes the ones
-// already due (score <= now: a prefix, lowest score first), loads their
-// tasks from the store in one Get (load.go) and produces the messages, one
-// WriteMessages call per topic (deliver.go); then it settles the entries
-// it is done with (delivered, cancelled, missing, or sent to the failed
-// topic). When the next entry is not due yet the scan task waits until
-// that entry's exec_at, rounded up to a multiple of Coalesce so that the
-// zsets of a worker share steps; when nothing up to until is left, it is
-// done. Between reads a scan task keeps the entries it read, so a wake
+// due by now, or by its wake + Prefetch when the zset was woken for its
+// next entry (always within the Hold's cutoff: a prefix, lowest score
+// first), loads their tasks from the store
+// in one Get (load.go), waits until the latest of them is due and produces
+// the messages, one WriteMessages call per topic (deliver.go); then it
+// settles the entries it is done with (delivered, cancelled, missing, or
+// sent to the failed topic). When the next entry is not due yet the scan
+// task waits until that entry's exec_at, rounded up to a multiple of
+// Coalesce so that the zsets of a worker share steps, less Prefetch (at
+// most Coalesce: the store's answer time is then not lateness, and a
+// step's wait never overlaps the worker's next wake); when nothing up to
+// until is left, it is done. Between reads a scan task keeps the entries
+// it read, so a wake
 // costs one store Get and one write and no Redis call; settled entries are
 // removed before the zset is read again, before the scan task is done, and
 // on stop. The zsets stepped together are read together and removed from
@@ -62,8 +67,11 @@
 //
 // # Invariants
 //
-//   - Nothing is delivered before its exec_at: a step takes only entries
-//     with score <= now.
+//   - Nothing is delivered before its exec_at: a step that took entries
+//     due within Prefetch writes them once the latest is due (waitDue).
+//     A cancel stored between the step's load and that write (sent less
+//     than the Hold's lead before the task is due: no promise covers it)
+//     does not stop the delivery.
 //   - Nothing is removed from the index before it was produced: an entry
 //     leaves its zset only after the write of its message succeeded, or
 //     after the store showed it cancelled or missing, or after it was

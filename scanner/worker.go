@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/internal/drain"
+	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -26,7 +27,12 @@ type zsetScan struct {
 	// (park.go); a read of the zset skips them.
 	parked map[zset.Entry]bool
 	wake   time.Time // when the next step of tasks[0] is due
-	index  int       // in the worker's wake heap; -1 when not in it
+	// early: wake is Prefetch before the next entry's (coalesced) exec_at,
+	// so the step takes the entries due by wake + Prefetch. A step at once
+	// (a new task, more due, a parked wait) takes only those due by then:
+	// its wait for later entries would hold up the worker's other zsets.
+	early bool
+	index int // in the worker's wake heap; -1 when not in it
 }
 
 // cursor is where a scan task stands between its steps.
@@ -268,7 +274,7 @@ func (w *worker) step(ctx context.Context, group []*zsetScan) error {
 			z.wake = time.Now() // again at once: more may be due, or a read needed
 			stepped = append(stepped, z)
 		case len(z.cur.upcoming) > 0:
-			z.wake = w.s.wakeFor(z.cur.upcoming[0].ExecAt)
+			z.wake, z.early = w.s.wakeFor(z.cur.upcoming[0].ExecAt)
 			stepped = append(stepped, z)
 		default:
 			// A full read of parked entries: wait until some settle.
@@ -278,6 +284,9 @@ func (w *worker) step(ctx context.Context, group []*zsetScan) error {
 	}
 	if len(ready) > 0 {
 		ds, err := w.load(ctx, ready)
+		if err == nil {
+			err = w.waitDue(ctx, ready)
+		}
 		if err == nil {
 			ds, err = w.control(ctx, ds)
 		}
@@ -296,6 +305,20 @@ func (w *worker) step(ctx context.Context, group []*zsetScan) error {
 	if err := errors.Join(errs...); err != nil {
 		w.s.log.Info("scan step cut short by the drain deadline", "partition", w.p.id, "zsets", len(group), "err", err)
 		return err
+	}
+	return nil
+}
+
+// waitDue waits, after the load of a step that prefetched, until the
+// latest exec_at of es: nothing is delivered before its exec_at. It
+// returns an error only when ctx ended first.
+func (w *worker) waitDue(ctx context.Context, es []entry) error {
+	var latest int64
+	for _, e := range es {
+		latest = max(latest, e.ExecAt)
+	}
+	if err := retry.Sleep(ctx, time.Until(time.UnixMilli(latest))); err != nil {
+		return fmt.Errorf("scanner: wait for due entries: %w", err)
 	}
 	return nil
 }
@@ -346,9 +369,11 @@ func (w *worker) read(ctx context.Context, group []*zsetScan) error {
 }
 
 // next returns the entries of the first scan task's zset, up to its
-// until, that are due now, never one before its ExecAt, and moves them out
-// of z.cur.upcoming; the caller delivers them. A wake between reads (read)
-// costs no Redis call. With nothing due it reports either done (nothing
+// until, that are due now, or by its wake + Prefetch when z.early (the
+// time that wake was for), within the Hold's cutoff, and moves them out
+// of z.cur.upcoming; the caller loads them and delivers them once the
+// latest is due (waitDue), never one before its ExecAt. A wake between
+// reads (read) costs no Redis call. With nothing due it reports either done (nothing
 // up to until is left but parked entries, and everything settled is
 // removed) or, through z.cur.upcoming[0], when the next entry falls due.
 func (w *worker) next(z *zsetScan) (due []zset.Entry, done bool) {
@@ -357,7 +382,12 @@ func (w *worker) next(z *zsetScan) (due []zset.Entry, done bool) {
 		return nil, !c.more
 	}
 	// Lowest score first: the due entries are a prefix.
-	now := w.s.cutoff(time.Now().UnixMilli())
+	horizon := time.Now()
+	if slot := z.wake.Add(w.s.prefetch()); z.early && slot.After(horizon) {
+		horizon = slot // the coalesced time this wake was for
+	}
+	z.early = false
+	now := w.s.cutoff(horizon.UnixMilli())
 	n := 0
 	for n < len(c.upcoming) && c.upcoming[n].ExecAt <= now {
 		n++
@@ -457,12 +487,20 @@ func (w *worker) drain(workCtx context.Context) {
 
 // wakeAt is when a worker steps a zset whose next entry is due at execAt
 // (unix ms): at execAt, or, with Coalesce, at the next multiple of Coalesce,
-// so that the zsets of a worker fall due together and share a step.
+// so that the zsets of a worker fall due together and share a step; in
+// both cases prefetch() earlier, the time the step's load may take.
 func (s *Scanner) wakeAt(execAt int64) time.Time {
 	if c := s.cfg.Coalesce.Milliseconds(); c > 0 {
 		execAt = (execAt + c - 1) / c * c
 	}
-	return time.UnixMilli(execAt)
+	return time.UnixMilli(execAt).Add(-s.prefetch())
+}
+
+// prefetch is how long before its entries are due a step starts:
+// Prefetch, at most Coalesce. A step waits for its latest entry, and with
+// wakes Coalesce apart no other zset of the worker falls due meanwhile.
+func (s *Scanner) prefetch() time.Duration {
+	return max(min(s.cfg.Prefetch, s.cfg.Coalesce), 0)
 }
 
 // cutoff is the latest exec_at deliverable at now (unix ms): now, or less
@@ -474,15 +512,17 @@ func (s *Scanner) cutoff(now int64) int64 {
 	return s.cfg.Hold.Cutoff(now)
 }
 
-// wakeFor is when a worker steps a zset whose next entry is due at execAt
-// but was not deliverable: wakeAt, or, while Hold holds it back, when Hold
-// is next asked.
-func (s *Scanner) wakeFor(execAt int64) time.Time {
+// wakeFor is when a worker steps a zset whose next entry, due at execAt,
+// was not taken, and whether that step prefetches (zsetScan's early):
+// wakeAt, or, when that has come and Hold holds the entry back, when Hold
+// is next asked. (An entry whose wakeAt has come may just be due within
+// the prefetch of a step at once, which did not prefetch.)
+func (s *Scanner) wakeFor(execAt int64) (time.Time, bool) {
 	t := s.wakeAt(execAt)
-	if now := time.Now(); s.cfg.Hold != nil && !t.After(now) {
-		return now.Add(s.cfg.Hold.Poll())
+	if now := time.Now(); s.cfg.Hold != nil && !t.After(now) && s.cutoff(execAt) < execAt {
+		return now.Add(s.cfg.Hold.Poll()), false
 	}
-	return t
+	return t, true
 }
 
 // writeGrace is how long a write that started may go on after the step's

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/scantask"
@@ -88,6 +89,60 @@ func TestWorkDeliversAtExecAt(t *testing.T) {
 			t.Errorf("commit point %d, %v; want 3: every task finished", got, ok)
 		}
 	})
+}
+
+// slowStore answers Get after delay, in the bubble's fake time.
+type slowStore struct {
+	Store
+	delay time.Duration
+}
+
+func (s slowStore) Get(ctx context.Context, refs []payload.Ref) ([]*payload.Task, error) {
+	time.Sleep(s.delay)
+	return s.Store.Get(ctx, refs)
+}
+
+// A step loads its tasks Prefetch before they fall due, so a store that
+// takes 40 ms to answer adds nothing to the lateness, and nothing goes out
+// before its exec_at; with no prefetch the answer time is lateness. An
+// entry inside the prefetch window is not taken for a held one.
+func TestWorkPrefetches(t *testing.T) {
+	for _, tc := range []struct {
+		prefetch time.Duration
+		want     []time.Duration // ms after the start, of t1..t4
+	}{
+		{0, []time.Duration{300, 340, 650, 650}},  // the default, 50 ms; t3 and t4 share the step for 650 ms
+		{-1, []time.Duration{340, 380, 690, 690}}, // none: 40 ms late (t2 was due when t1 went out)
+	} {
+		t.Run(fmt.Sprint(tc.prefetch), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, Config{Hold: fakeHold{}}) // a hold that holds nothing back
+				cfg := e.s.cfg
+				cfg.Prefetch, cfg.Registerer = tc.prefetch, prometheus.NewRegistry()
+				var err error
+				if e.s, err = New(cfg, e.ix, slowStore{e.store, 40 * time.Millisecond}, e.w); err != nil {
+					t.Fatal(err)
+				}
+				var sent sentAt
+				e.fail(sent.broker(nil))
+				now := time.Now()
+				ts := []payload.Task{
+					task("t1", "orders", now.Add(300*time.Millisecond).UnixMilli()),
+					task("t2", "orders", now.Add(340*time.Millisecond).UnixMilli()), // its wake is when t1 goes out
+					task("t3", "orders", now.Add(620*time.Millisecond).UnixMilli()),
+					task("t4", "orders", now.Add(650*time.Millisecond).UnixMilli()),
+				}
+				e.put("A", ts)
+				e.scan(context.Background(), scantask.Task{Zset: "A", Until: now.Add(time.Second).UnixMilli()})
+				for i, want := range tc.want {
+					at, ok := sent.get(ts[i].Name, "orders")
+					if want := now.Add(want * time.Millisecond); !ok || !at.Equal(want) {
+						t.Errorf("%s delivered at %v (%v), want %v", ts[i].Name, at.Sub(now), ok, want.Sub(now))
+					}
+				}
+			})
+		})
+	}
 }
 
 // Due entries of several zsets held by one worker go out together: one

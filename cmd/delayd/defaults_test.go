@@ -25,7 +25,7 @@ func TestDefaultsMatchInterfaces(t *testing.T) {
 	})
 	t.Run("README", func(t *testing.T) {
 		checkDefaults(t, "../../README.md", "### delayd flags",
-			"brokers", "prefix", "tick", "salts", "segment", "shards", "zset-fill", "scan-coalesce", "ingest-batch", "retention", "console", "log-level")
+			"brokers", "prefix", "tick", "salts", "segment", "shards", "zset-fill", "scan-coalesce", "scan-prefetch", "ingest-batch", "retention", "console", "log-level")
 	})
 }
 

@@ -114,6 +114,7 @@ func newFlags(cfg *daemon.Config) (*flag.FlagSet, cmdFlags) {
 	fs.IntVar(&cfg.ReplicationFactor, "replication-factor", cfg.ReplicationFactor, "replication factor of the topics delayd creates (0: the brokers' default.replication.factor)")
 	fs.IntVar(&cfg.ScanWorkers, "scan-workers", cfg.ScanWorkers, "scanner goroutines per delay-scan partition")
 	fs.DurationVar(&cfg.ScanCoalesce, "scan-coalesce", cfg.ScanCoalesce, "round scanner wake-ups up to multiples of this: fewer, larger steps, more lateness (negative: none)")
+	fs.DurationVar(&cfg.ScanPrefetch, "scan-prefetch", cfg.ScanPrefetch, "read tasks from HBase this long before they fall due, so its answer time is not lateness; at most 1s, and no longer than --scan-coalesce takes effect (negative: none)")
 	fs.IntVar(&cfg.IngestBatch, "ingest-batch", cfg.IngestBatch, "most input messages of one partition stored and committed together")
 	fs.Float64Var(&cfg.SlowRate, "slow-rate", cfg.SlowRate, "delay-input-slow messages per second")
 	fs.DurationVar(&cfg.Retention, "retention", cfg.Retention, "how long a stored task outlives its due time")

@@ -34,6 +34,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{name: "relative znode parent", args: []string{"--hbase-zk-root", "hbase-unsecure"}, want: `hbase-zk-root: "hbase-unsecure"`},
 		{name: "embedded Kafka is plaintext", args: []string{"--embedded", "--kafka-tls", "--brokers", "127.0.0.1:0", "--redis", "127.0.0.1:0"},
 			want: "embedded mode serves plaintext Kafka"},
+		{name: "prefetch too long", args: []string{"--scan-prefetch", "2s"}, want: "scan-prefetch: 2s is more than 1s"},
 		{name: "negative min replicas from env", env: map[string]string{"DELAYQ_REDIS_MIN_REPLICAS": "-1"}, want: "redis-min-replicas: -1 is negative"},
 		{name: "embedded Redis has no replicas", args: []string{"--embedded", "--redis-min-replicas", "1", "--brokers", "127.0.0.1:0", "--redis", "127.0.0.1:0"},
 			want: "the embedded Redis has no replicas"},
