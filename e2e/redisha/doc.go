@@ -5,7 +5,10 @@
 // The first test starts a private stack (deploy/local/stack; data in
 // .local/e2e-redisha): Kafka on 21092 (controller 21093), a Redis master on
 // 21379 with its replica on 21380 and three sentinels on 21381-21383
-// (REDIS_SENTINEL=1, master name "delayq", down after 1 s), and a Redis
+// (REDIS_SENTINEL=1, master name "delayq", down after 3 s: with the
+// stack's 1 s, a CI machine loaded by the other test packages once made
+// the sentinels fail over a second and a third time after the kill, so the
+// old master never came back as a replica), and a Redis
 // Cluster of three masters on 21401-21403 with one replica each on
 // 21404-21406 (REDIS_CLUSTER_REPLICA_PORTS, node timeout 5 s). HBase is the
 // shared stack's. None of these ports is another package's. The private

@@ -42,6 +42,7 @@ var private = &e2etest.PrivateStack{
 		"REDIS_REPLICA_PORT=" + strconv.Itoa(replicaPort),
 		"SENTINEL_PORTS=" + ports(sentinelPorts, " "),
 		"REDIS_SENTINEL_MASTER=" + masterName,
+		"SENTINEL_DOWN_AFTER=3000", // see doc.go
 		"REDIS_CLUSTER=1",
 		"REDIS_CLUSTER_PORTS=" + ports(clusterPorts, " "),
 		"REDIS_CLUSTER_REPLICA_PORTS=" + ports(clusterReplicaPorts, " "),
