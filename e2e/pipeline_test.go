@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/e2e/e2etest"
+	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/topics"
 )
 
@@ -141,4 +142,38 @@ func TestOutage(t *testing.T) {
 	r := awaitDelivery(w.Ledger, out, 60*time.Second)
 	t.Logf("TestOutage: %v", r)
 	mustBeClean(t, r)
+}
+
+// TestKillOneOfTwo: two delayd share 400 tasks/s over 30 s; one is killed
+// -9 a third of the way in and not restarted. The survivor takes over its
+// delay-input and delay-scan partitions once the coordinator declares the
+// dead member gone (consumer.SessionTimeout after its last heartbeat, plus
+// a rebalance), so the longest gap between deliveries stays within twice
+// the session timeout (issue 37), and nothing is lost.
+func TestKillOneOfTwo(t *testing.T) {
+	e := newEnv(t)
+	topic := e.Topic("orders")
+	out := e.Collect(topic)
+	a, _ := e.Start("d0"), e.Start("d1")
+
+	const span = 30 * time.Second
+	w := e.NewWorkload(topic, 12000, 100, span, time.Now())
+	e.Submit(context.Background(), w)
+	e2etest.WaitFor(t, span, "a third of the tasks delivered", func() bool {
+		return w.Judge(out.Snapshot()).Delivered >= len(w.Due)/3
+	})
+	a.Kill()
+	killed := time.Now()
+	t.Logf("kill -9 of d0 after %d deliveries", w.Judge(out.Snapshot()).Delivered)
+
+	r := awaitDelivery(w.Ledger, out, 120*time.Second)
+	gap, limit := r.LongestGap(), 2*consumer.SessionTimeout
+	t.Logf("TestKillOneOfTwo: %v; longest gap between deliveries %v (limit %v); lateness back under 1s %v after the kill",
+		r, gap.Round(time.Millisecond), limit, r.Recovery(killed, time.Second).Round(time.Millisecond))
+	if r.Lost != 0 || r.Early != 0 || r.CancelledDelivered != 0 || r.Unknown != 0 {
+		t.Errorf("after kill -9 of one of two: %v", r)
+	}
+	if gap > limit {
+		t.Errorf("longest gap between deliveries %v, more than 2 × the session timeout (%v)", gap, limit)
+	}
 }
