@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/delayq/delayq/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net"
 	"net/http"
@@ -76,6 +78,10 @@ type Options struct {
 	// business topic that does not exist (embedded mode only: elsewhere a
 	// producer must not create topics with delayq's Kafka identity).
 	AutoCreateTopics bool
+	// TracerProvider receives the spans of ingest and the deliveries
+	// (internal/tracing; cmd/delayd builds it from OTEL_* variables); nil:
+	// no spans, and traceparent passes through untouched.
+	TracerProvider trace.TracerProvider
 }
 
 // Daemon is one delayd process.
@@ -228,7 +234,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
 			Decode: decode,
 			Marks:  ix.Watermarks(), Retention: cfg.Retention, Logger: d.opts.Logger, Registerer: d.reg,
-			Replicas: replicas(rdb, cfg),
+			Replicas: replicas(rdb, cfg), Tracer: tracing.New(d.opts.TracerProvider),
 		}, store, inIx, w)
 		if err != nil {
 			return err
@@ -253,6 +259,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
 			Prefetch: cfg.ScanPrefetch,
 			MaxDelay: cfg.MaxDelay, Hold: hold, Controls: d.topics, Logger: d.opts.Logger, Registerer: d.reg,
+			Tracer: tracing.New(d.opts.TracerProvider),
 		}, scanIndex{ix.Reader(), ix.Writer()}, store, w)
 		if err != nil {
 			return err

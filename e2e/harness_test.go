@@ -23,6 +23,12 @@ func newEnv(t *testing.T) *e2etest.Env {
 // config (roles, addresses) before it starts.
 func embeddedEnv(t *testing.T, opts ...func(*daemon.Config)) *e2etest.Env {
 	t.Helper()
+	return embeddedEnvWith(t, daemon.Options{}, opts...)
+}
+
+// embeddedEnvWith is embeddedEnv with the daemon's Options (a tracer).
+func embeddedEnvWith(t *testing.T, dopts daemon.Options, opts ...func(*daemon.Config)) *e2etest.Env {
+	t.Helper()
 	cfg := daemon.Config{
 		Brokers: []string{"127.0.0.1:0"}, Redis: "127.0.0.1:0", HTTP: "127.0.0.1:0",
 		Tick: time.Second, Partitions: 4,
@@ -34,7 +40,7 @@ func embeddedEnv(t *testing.T, opts ...func(*daemon.Config)) *e2etest.Env {
 	addrs := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- daemon.Embedded(ctx, cfg, daemon.Options{}, func(brokers, redis string) { addrs <- [2]string{brokers, redis} })
+		done <- daemon.Embedded(ctx, cfg, dopts, func(brokers, redis string) { addrs <- [2]string{brokers, redis} })
 	}()
 	var a [2]string
 	select {

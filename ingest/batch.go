@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/delayq/delayq/internal/tracing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -37,6 +38,7 @@ type refusal struct {
 // idempotent).
 func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.Time) error {
 	out := outcome{failed: map[string]int{}}
+	sp := in.spans(msgs)
 	tasks := make([]payload.Task, 0, len(msgs))
 	src := make([]int, 0, len(msgs)) // src[i] = index in msgs of tasks[i]
 	recorded := make([]time.Time, 0, len(msgs))
@@ -47,8 +49,10 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 			in.log.Debug("message rejected", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
 			failed = append(failed, in.failedMessage(m, err.Error()))
 			out.failed[ReasonContract]++
+			sp.fate(i, "", ReasonContract)
 			continue
 		}
+		sp.fate(i, t.Name, "stored")
 		tasks = append(tasks, t)
 		src = append(src, i)
 		recorded = append(recorded, m.Time)
@@ -66,6 +70,7 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 				"partition", m.Partition, "offset", m.Offset, "id", t.Name, "reason", r.text)
 			failed = append(failed, in.failedMessage(m, r.text))
 			out.failed[r.reason]++
+			sp.fate(src[i], t.Name, r.reason)
 			continue
 		}
 		switch {
@@ -90,7 +95,44 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 	for reason, n := range out.failed {
 		in.m.failed.WithLabelValues(reason).Add(float64(n))
 	}
+	sp.end()
 	return nil
+}
+
+// batchSpans collects what handle did with each message of a batch, for
+// the tracer's span per message; with no tracer it records nothing.
+type batchSpans struct {
+	tr       *tracing.Tracer
+	msgs     []kafka.Message
+	ids      []string
+	outcomes []string
+	start    time.Time
+}
+
+func (in *Ingester) spans(msgs []kafka.Message) batchSpans {
+	if in.cfg.Tracer == nil {
+		return batchSpans{}
+	}
+	return batchSpans{tr: in.cfg.Tracer, msgs: msgs, ids: make([]string, len(msgs)), outcomes: make([]string, len(msgs)), start: time.Now()}
+}
+
+// fate records message i's id and outcome ("stored" or the failed topic's
+// reason).
+func (b batchSpans) fate(i int, id, outcome string) {
+	if b.tr != nil {
+		b.ids[i], b.outcomes[i] = id, outcome
+	}
+}
+
+// end records the batch's spans once every message is stored or failed.
+func (b batchSpans) end() {
+	if b.tr == nil {
+		return
+	}
+	now := time.Now()
+	for i, m := range b.msgs {
+		b.tr.Ingested(m, b.ids[i], b.outcomes[i], b.start, now)
+	}
 }
 
 // store puts tasks in the Store, runs the id-row protocol for them

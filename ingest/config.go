@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"github.com/delayq/delayq/internal/tracing"
 	"log/slog"
 	"time"
 
@@ -129,6 +130,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer gets the ingester's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// Tracer records a span per delay-input message, a child of its
+	// traceparent (internal/tracing); nil: none.
+	Tracer *tracing.Tracer
 }
 
 func (c *Config) setDefaults() {

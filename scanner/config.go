@@ -3,6 +3,7 @@ package scanner
 import (
 	"errors"
 	"fmt"
+	"github.com/delayq/delayq/internal/tracing"
 	"log/slog"
 	"time"
 
@@ -145,6 +146,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer registers the metrics; nil does not register them.
 	Registerer prometheus.Registerer
+	// Tracer starts a new trace per delivery, linked to the producer's
+	// span (internal/tracing); nil: the headers pass through untouched.
+	Tracer *tracing.Tracer
 }
 
 func (c *Config) setDefaults() {

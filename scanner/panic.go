@@ -115,6 +115,8 @@ func (w *worker) deliveryFor(e entry, task *payload.Task) (d *delivery) {
 			w.s.redirect(d, "no business topic")
 		case topics.Internal(task.Topic):
 			w.s.redirect(d, "internal topic "+task.Topic)
+		default:
+			d.msg.Headers = w.s.cfg.Tracer.Deliver(d.msg, task.Name, task.ExecAt)
 		}
 	}()
 	if p != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 
@@ -13,9 +12,9 @@ import (
 
 // runEmbedded runs the whole pipeline in one process with no outside
 // services and prints how to reach it to out.
-func runEmbedded(ctx context.Context, cfg daemon.Config, logger *slog.Logger, out io.Writer) error {
-	logger.Info("embedded mode: in-process Kafka and Redis, payloads in memory; nothing is kept across restarts")
-	return daemon.Embedded(ctx, cfg, daemon.Options{Logger: logger}, func(brokers, redis string) {
+func runEmbedded(ctx context.Context, cfg daemon.Config, opts daemon.Options, out io.Writer) error {
+	opts.Logger.Info("embedded mode: in-process Kafka and Redis, payloads in memory; nothing is kept across restarts")
+	return daemon.Embedded(ctx, cfg, opts, func(brokers, redis string) {
 		banner(out, cfg, brokers, redis)
 	})
 }

@@ -77,7 +77,7 @@ func TestEmbeddedBanner(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- runEmbedded(ctx, cfg, slog.New(slog.DiscardHandler), &out) }()
+	go func() { done <- runEmbedded(ctx, cfg, daemon.Options{Logger: slog.New(slog.DiscardHandler)}, &out) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/delayq/delayq/internal/tracing"
 	"os"
 	"os/signal"
 	"syscall"
@@ -52,13 +53,22 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	opts := daemon.Options{Logger: logger}
+	tp, stopTraces, err := tracing.FromEnv(ctx, "delayd") // OTEL_EXPORTER_OTLP_*; none: off
+	if err != nil {
+		return err
+	}
+	defer stopTraces(context.WithoutCancel(ctx)) //nolint:errcheck // the last spans, best effort
+	if tp != nil {
+		opts.TracerProvider = tp
+	}
 	if *cmd.embedded {
 		if !given(fs, "tick") {
 			cfg.Tick = time.Second
 		}
-		return runEmbedded(ctx, cfg, logger, os.Stdout)
+		return runEmbedded(ctx, cfg, opts, os.Stdout)
 	}
-	d, err := daemon.New(cfg, daemon.Options{Logger: logger})
+	d, err := daemon.New(cfg, opts)
 	if err != nil {
 		return err
 	}
