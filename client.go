@@ -440,6 +440,9 @@ func checkTask(t Task, now time.Time, maxDelay time.Duration) (time.Time, error)
 	if t.ExpireAfter < 0 {
 		reasons = append(reasons, fmt.Sprintf("ExpireAfter %v is negative", t.ExpireAfter))
 	}
+	if _, _, err := payload.ExpireAfter(t.Headers); err != nil {
+		reasons = append(reasons, err.Error())
+	}
 	var untilErr error
 	if !t.Until.IsZero() {
 		untilErr = payload.CheckSecondsTime("Until", t.Until)

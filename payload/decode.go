@@ -284,7 +284,7 @@ func decodeDue(t *Task, at, after *kafka.Header, recorded, now time.Time, maxDel
 		}
 		t.ExecAt = ms
 	default:
-		return violation("%s or %s: missing (give exactly one)", HeaderAt, HeaderAfter)
+		return violation("%s or %s is required: give exactly one (%s: 0 is due now)", HeaderAt, HeaderAfter, HeaderAfter)
 	}
 	when := HeaderAt
 	if after != nil {

@@ -94,8 +94,8 @@ func checkDueNumber(name, s string, ms int64) error {
 func CheckSecondsTime(name string, t time.Time) error {
 	ms := t.UnixMilli()
 	if ms > 0 && ms < MinDueTime {
-		return violation("%s: %s looks like unix seconds read as milliseconds (time.UnixMilli(%d)); for seconds use time.Unix(%d, 0)",
-			name, FormatTime(ms), ms, ms)
+		return violation("%s: %s is before %s, the earliest due time accepted: it looks like unix seconds read as milliseconds (time.UnixMilli(%d)); for seconds use time.Unix(%d, 0)",
+			name, FormatTime(ms), FormatTime(MinDueTime), ms, ms)
 	}
 	return CheckDueTime(name, ms, "")
 }
