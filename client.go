@@ -73,6 +73,9 @@ type Config struct {
 	// (payload.CheckAhead, payload.CheckDelay). Set it to delayd's
 	// --max-delay when that is not the default.
 	MaxDelay time.Duration
+	// Now is the clock that After and MaxDelay count from (nil:
+	// time.Now); delayctl passes its own, so that both judge a time alike.
+	Now func() time.Time
 	// Logger receives kafka-go's error log (nil: discard).
 	Logger *slog.Logger
 }
@@ -205,7 +208,11 @@ func New(cfg Config) (*Client, error) {
 		Logger:       cfg.Logger,
 		ClientID:     version.Get().ClientID("delayq-go"),
 	})
-	return &Client{cfg: cfg, node: node, auth: auth, w: w, now: time.Now}, nil
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Client{cfg: cfg, node: node, auth: auth, w: w, now: now}, nil
 }
 
 // NewID returns a fresh snowflake id as the decimal string Submit would use.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delayq/delayq/payload/duetest"
 )
 
 // TestDueRules: the client refuses, before producing, the due times and
@@ -70,5 +72,48 @@ func TestDueRules(t *testing.T) {
 	})
 	if _, err := New(Config{MaxDelay: -time.Hour}); err == nil || !strings.Contains(err.Error(), "MaxDelay -1h0m0s is negative") {
 		t.Errorf("New with a negative MaxDelay: %v", err)
+	}
+}
+
+// TestDueTable: the Go client's verdicts on the table every front door
+// shares (payload/duetest), each value as a Go caller would have typed
+// it (duetest.Time, duetest.Duration).
+func TestDueTable(t *testing.T) {
+	f := newFake(t, Config{MaxDelay: duetest.MaxDelay})
+	for _, c := range duetest.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			if c.NotGo {
+				t.Skip("not expressible in Go's types")
+			}
+			task := Task{Topic: "orders", Value: []byte("v")}
+			var err error
+			switch c.Field {
+			case duetest.FieldAt:
+				task.At, err = duetest.Time(c.Value)
+			case duetest.FieldAfter:
+				task.After, err = duetest.Duration(c.Value)
+			case duetest.FieldEvery:
+				task.After, task.Count = time.Minute, 3
+				task.Every, err = duetest.Duration(c.Value)
+			case duetest.FieldUntil:
+				task.After, task.Every = time.Minute, time.Hour
+				task.Until, err = duetest.Time(c.Value)
+			case duetest.FieldExpireAfter:
+				task.After = time.Minute
+				task.ExpireAfter, err = duetest.Duration(c.Value)
+			default:
+				t.Fatalf("field %q", c.Field)
+			}
+			if err != nil {
+				t.Fatalf("%q is no Go value (mark the case not_go): %v", c.Value, err)
+			}
+			_, _, err = f.c.Message(task)
+			switch {
+			case c.Reason == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.Reason != "" && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.Reason)):
+				t.Fatalf("err %v, want ErrInvalid saying %q", err, c.Reason)
+			}
+		})
 	}
 }
