@@ -66,6 +66,16 @@ type Config struct {
 	// BatchTimeout is how long the writer waits to fill a batch (default
 	// 5 ms): the latency of a lone Submit.
 	BatchTimeout time.Duration
+	// MaxDelay is the longest delay delayd accepts, its --max-delay
+	// (default 720h, delayd's default). A task, reschedule or cancel due
+	// further ahead, or recurring at a longer interval, is refused with
+	// ErrInvalid before anything is written, as delayd would refuse it
+	// (payload.CheckAhead, payload.CheckDelay). Set it to delayd's
+	// --max-delay when that is not the default.
+	MaxDelay time.Duration
+	// Now is the clock that After and MaxDelay count from (nil:
+	// time.Now); delayctl passes its own, so that both judge a time alike.
+	Now func() time.Time
 	// Logger receives kafka-go's error log (nil: discard).
 	Logger *slog.Logger
 }
@@ -86,6 +96,9 @@ func (c *Config) setDefaults() {
 	if c.BatchTimeout == 0 {
 		c.BatchTimeout = DefaultBatchTimeout
 	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = payload.DefaultMaxDelay
+	}
 }
 
 // Validate reports every invalid field at once.
@@ -102,6 +115,9 @@ func (c Config) Validate() error {
 	if c.BatchTimeout < 0 {
 		errs = append(errs, fmt.Errorf("delayq: BatchTimeout %v is negative", c.BatchTimeout))
 	}
+	if c.MaxDelay < 0 {
+		errs = append(errs, fmt.Errorf("delayq: MaxDelay %v is negative", c.MaxDelay))
+	}
 	return errors.Join(errs...)
 }
 
@@ -112,8 +128,13 @@ type Task struct {
 	ID string
 	// Topic is the business topic to deliver to. Required.
 	Topic string
-	// At is the due time (millisecond precision). When it is zero, the task
-	// is due After from now; both zero means due now. Give at most one.
+	// At is the due time (millisecond precision), not before 1973-03-03
+	// (payload.MinDueTime: an earlier one is unix seconds read as
+	// milliseconds, time.UnixMilli(secs), and is refused). When it is
+	// zero, the task is due After from now; both zero means due now (the
+	// Go zero value; the wire, the HTTP API and delayctl need a time, and
+	// "0s" there). Give at most one; neither more than Config.MaxDelay
+	// ahead.
 	At    time.Time
 	After time.Duration
 	// Key, Value and Headers are delivered byte for byte. Headers must not
@@ -187,7 +208,11 @@ func New(cfg Config) (*Client, error) {
 		Logger:       cfg.Logger,
 		ClientID:     version.Get().ClientID("delayq-go"),
 	})
-	return &Client{cfg: cfg, node: node, auth: auth, w: w, now: time.Now}, nil
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Client{cfg: cfg, node: node, auth: auth, w: w, now: now}, nil
 }
 
 // NewID returns a fresh snowflake id as the decimal string Submit would use.
@@ -212,7 +237,7 @@ func (c *Client) Submit(ctx context.Context, t Task) (Receipt, error) {
 // API runs delayd's own validation on it) and then Send it.
 func (c *Client) Message(t Task) (kafka.Message, Receipt, error) {
 	now := c.now()
-	at, err := checkTask(t, now)
+	at, err := checkTask(t, now, c.cfg.MaxDelay)
 	if err != nil {
 		return kafka.Message{}, Receipt{}, err
 	}
@@ -257,8 +282,10 @@ func (c *Client) Cancel(ctx context.Context, id string, at time.Time) error {
 	if id == "" {
 		reasons = append(reasons, "a cancel needs the task id")
 	}
-	if at.IsZero() || at.UnixMilli() < 0 {
-		reasons = append(reasons, "a cancel needs the task's due time (at), not before 1970")
+	if at.IsZero() {
+		reasons = append(reasons, "a cancel needs the task's due time (at)")
+	} else {
+		reasons = checkDue(reasons, "at", at, c.now(), c.cfg.MaxDelay)
 	}
 	if err := invalid(reasons); err != nil {
 		return err
@@ -290,8 +317,10 @@ func (c *Client) CancelByID(ctx context.Context, id string) error {
 // one wins.
 func (c *Client) Reschedule(ctx context.Context, id string, at time.Time) error {
 	err := checkOpID(id, payload.OpReschedule)
-	if err == nil && (at.IsZero() || at.UnixMilli() <= 0) {
-		err = invalid([]string{"a reschedule needs the new due time (at), after 1970"})
+	if err == nil && at.IsZero() {
+		err = invalid([]string{"a reschedule needs the new due time (at)"})
+	} else if err == nil {
+		err = invalid(checkDue(nil, "at", at, c.now(), c.cfg.MaxDelay))
 	}
 	if err != nil {
 		return err
@@ -385,7 +414,8 @@ func (c *Client) write(ctx context.Context, ms ...kafka.Message) error {
 }
 
 // checkTask validates t and returns its due time, truncated to milliseconds.
-func checkTask(t Task, now time.Time) (time.Time, error) {
+// The rules of times and delays are payload's, as delayd applies them.
+func checkTask(t Task, now time.Time, maxDelay time.Duration) (time.Time, error) {
 	var reasons []string
 	switch {
 	case t.Topic == "":
@@ -400,14 +430,15 @@ func checkTask(t Task, now time.Time) (time.Time, error) {
 	switch {
 	case !t.At.IsZero() && t.After != 0:
 		reasons = append(reasons, "give At or After, not both")
-	case t.After < 0:
-		reasons = append(reasons, fmt.Sprintf("After %v is negative", t.After))
 	case t.At.IsZero():
+		if err := payload.CheckDelay("After", t.After, maxDelay); err != nil {
+			reasons = append(reasons, err.Error())
+		}
 		at = now.Add(t.After)
+	default:
+		reasons = checkDue(reasons, "At", t.At, now, maxDelay)
 	}
-	if at.UnixMilli() < 0 {
-		reasons = append(reasons, "due time is before 1970")
-	}
+
 	for _, h := range t.Headers {
 		if control(h.Key) {
 			reasons = append(reasons, fmt.Sprintf("header %q is a delay control header", h.Key))
@@ -416,9 +447,18 @@ func checkTask(t Task, now time.Time) (time.Time, error) {
 	if t.ExpireAfter < 0 {
 		reasons = append(reasons, fmt.Sprintf("ExpireAfter %v is negative", t.ExpireAfter))
 	}
+	if _, _, err := payload.ExpireAfter(t.Headers); err != nil {
+		reasons = append(reasons, err.Error())
+	}
+	var untilErr error
+	if !t.Until.IsZero() {
+		untilErr = payload.CheckSecondsTime("Until", t.Until)
+	}
 	if t.Count < 0 {
 		reasons = append(reasons, fmt.Sprintf("Count %d is negative", t.Count))
-	} else if err := payload.CheckRecurrence(append(slices.Clip(t.Headers), recurrence(t)...), at.UnixMilli(), 0); err != nil {
+	} else if untilErr != nil {
+		reasons = append(reasons, untilErr.Error())
+	} else if err := payload.CheckRecurrence(append(slices.Clip(t.Headers), recurrence(t)...), at.UnixMilli(), maxDelay); err != nil {
 		reasons = append(reasons, err.Error())
 	}
 	return time.UnixMilli(at.UnixMilli()).UTC(), invalid(reasons)
@@ -445,6 +485,18 @@ func recurrence(t Task) []kafka.Header {
 		add(payload.HeaderCount, strconv.Itoa(t.Count))
 	}
 	return hs
+}
+
+// checkDue adds the reasons to refuse the due time at (named name): before
+// payload.MinDueTime, or more than maxDelay after now.
+func checkDue(reasons []string, name string, at, now time.Time, maxDelay time.Duration) []string {
+	if err := payload.CheckSecondsTime(name, at); err != nil {
+		return append(reasons, err.Error())
+	}
+	if err := payload.CheckAhead(name, at.UnixMilli(), now, maxDelay); err != nil {
+		return append(reasons, err.Error())
+	}
+	return reasons
 }
 
 func checkID(reasons []string, id string) []string {

@@ -341,7 +341,7 @@ func TestInvalid(t *testing.T) {
 		{"kafka internal topic", Task{Topic: "__consumer_offsets"}, []string{"internal topic"}},
 		{"at and after", Task{Topic: "t", At: testNow, After: time.Second}, []string{"not both"}},
 		{"negative after", Task{Topic: "t", After: -time.Second}, []string{"negative"}},
-		{"before 1970", Task{Topic: "t", At: time.Date(1969, 1, 1, 0, 0, 0, 0, time.UTC)}, []string{"before 1970"}},
+		{"before 1970", Task{Topic: "t", At: time.Date(1969, 1, 1, 0, 0, 0, 0, time.UTC)}, []string{"At: ", "at or before the unix epoch"}},
 		{"long id", Task{Topic: "t", ID: long}, []string{"129 bytes"}},
 		{"control header", Task{Topic: "t", Headers: []kafka.Header{{Key: "delay-at", Value: []byte("1")}}}, []string{`header "delay-at"`}},
 		{"every problem at once", Task{ID: long, After: -1}, []string{"topic is empty", "129 bytes", "negative"}},

@@ -309,7 +309,7 @@ func (s *Server) replace(_ http.ResponseWriter, r *http.Request) (int, any, erro
 		return 0, nil, fail(http.StatusBadRequest, `"id" %q is not the path's %q (leave it out)`, req.ID, id)
 	}
 	req.ID = id
-	t, err := req.task()
+	t, err := req.task(s.now(), s.maxDelay())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -329,29 +329,22 @@ func (s *Server) replace(_ http.ResponseWriter, r *http.Request) (int, any, erro
 	return http.StatusAccepted, a, nil
 }
 
-// task turns the request into a client Task.
-func (req *taskRequest) task() (delayq.Task, error) {
+// task turns the request into a client Task, its times and delays
+// checked by payload's rules (the wire's) against now and maxDelay.
+func (req *taskRequest) task(now time.Time, maxDelay time.Duration) (delayq.Task, error) {
 	var reasons []string
 	t := delayq.Task{ID: req.ID, Topic: req.Topic}
 	if req.Topic == "" {
 		reasons = append(reasons, `"topic" is required`)
 	}
-	if len(req.At) > 0 {
-		at, err := parseTime(req.At)
-		if err != nil {
-			reasons = append(reasons, `"at": `+err.Error())
-		}
-		t.At = at
+	at, after, err := dueTime(req.At, req.After, now, maxDelay)
+	if err != nil {
+		reasons = append(reasons, err.Error())
 	}
-	if req.After != "" {
-		d, err := time.ParseDuration(req.After)
-		if err != nil {
-			reasons = append(reasons, fmt.Sprintf(`"after" %q: want a duration such as 90s or 2h`, req.After))
-		}
-		t.After = d
-	}
-	if len(req.At) > 0 && req.After != "" {
-		reasons = append(reasons, `give "at" or "after", not both`)
+	t.At = at
+	if t.At.IsZero() {
+		// "after": "0s" is due now; the client reads a zero After so.
+		t.After = after
 	}
 	if req.Key != nil {
 		t.Key = []byte(*req.Key)
@@ -372,24 +365,32 @@ func (req *taskRequest) task() (delayq.Task, error) {
 		t.Headers = append(t.Headers, kafka.Header{Key: k, Value: []byte(v)})
 	}
 	if req.Every != "" {
-		d, err := time.ParseDuration(req.Every)
+		d, err := payload.ParseDelay(`"every"`, req.Every)
+		if err == nil && d < payload.MinEvery {
+			// A zero Every would be no series at all.
+			err = fmt.Errorf(`"every": %q is under the minimum %v`, req.Every, payload.MinEvery)
+		}
 		if err != nil {
-			reasons = append(reasons, fmt.Sprintf(`"every" %q: want a duration such as 1h`, req.Every))
+			reasons = append(reasons, err.Error())
 		}
 		t.Every = d
 	}
 	t.Cron, t.TZ, t.Count = req.Cron, req.TZ, int(req.Count)
-	if len(req.Until) > 0 {
-		until, err := parseTime(req.Until)
+	if given(req.Until) {
+		ms, err := parseDue(`"until"`, req.Until)
 		if err != nil {
-			reasons = append(reasons, `"until": `+err.Error())
+			reasons = append(reasons, err.Error())
+		} else {
+			t.Until = time.UnixMilli(ms)
 		}
-		t.Until = until
 	}
 	if req.ExpireAfter != "" {
-		d, err := time.ParseDuration(req.ExpireAfter)
-		if err != nil || d <= 0 {
-			reasons = append(reasons, fmt.Sprintf(`"expire_after" %q: want a duration above zero such as 5m`, req.ExpireAfter))
+		d, err := payload.ParseDelay(`"expire_after"`, req.ExpireAfter)
+		if err == nil && d == 0 {
+			err = fmt.Errorf(`"expire_after": %q is zero: give a delay above zero such as 5m`, req.ExpireAfter)
+		}
+		if err != nil {
+			reasons = append(reasons, err.Error())
 		}
 		t.ExpireAfter = d
 	}
@@ -399,22 +400,47 @@ func (req *taskRequest) task() (delayq.Task, error) {
 	return t, nil
 }
 
-// parseTime reads a time given as an RFC 3339 string or as unix
-// milliseconds.
-func parseTime(raw json.RawMessage) (time.Time, error) {
-	var ms int64
-	if err := json.Unmarshal(raw, &ms); err == nil {
-		return time.UnixMilli(ms), nil
+// given reports whether a JSON field was given: present and not null.
+func given(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// parseDue reads a due time (the field name) given as unix milliseconds,
+// a JSON number or string of digits, or an RFC 3339 string, by the wire's
+// rule (payload.ParseDueTime: not before 1973-03-03, a number that looks
+// like unix seconds named as such).
+func parseDue(name string, raw json.RawMessage) (int64, error) {
+	v := string(raw)
+	if strings.HasPrefix(v, `"`) {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return 0, fmt.Errorf("%s: want an RFC 3339 string or unix milliseconds", name)
+		}
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return time.Time{}, errors.New("want an RFC 3339 string or unix milliseconds")
+	return payload.ParseDueTime(name, v)
+}
+
+// dueTime reads "at" and "after" (the fields of a submit, a replace and a
+// reschedule): exactly one, by the wire's rules, at most maxDelay ahead
+// of now. It returns the due time, or the delay.
+func dueTime(rawAt json.RawMessage, rawAfter string, now time.Time, maxDelay time.Duration) (time.Time, time.Duration, error) {
+	switch {
+	case given(rawAt) && rawAfter != "":
+		return time.Time{}, 0, errors.New(`give "at" or "after", not both`)
+	case given(rawAt):
+		ms, err := parseDue(`"at"`, rawAt)
+		if err == nil {
+			err = payload.CheckAhead(`"at"`, ms, now, maxDelay)
+		}
+		if err != nil {
+			return time.Time{}, 0, err
+		}
+		return time.UnixMilli(ms), 0, nil
+	case rawAfter != "":
+		d, err := payload.ParseDelay(`"after"`, rawAfter)
+		if err == nil {
+			err = payload.CheckDelay(`"after"`, d, maxDelay)
+		}
+		return time.Time{}, d, err
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not RFC 3339 (2030-01-02T15:04:05Z)", s)
-	}
-	return t, nil
+	return time.Time{}, 0, errors.New(`"at" or "after" is required ("after": "0s" is due now)`)
 }
 
 // write runs a Kafka write bounded by WriteTimeout: a write that fails is
@@ -446,27 +472,13 @@ func (s *Server) reschedule(_ http.ResponseWriter, r *http.Request) (int, any, e
 	if err := decodeBody(r, &req); err != nil {
 		return 0, nil, err
 	}
-	var at time.Time
-	switch {
-	case len(req.At) > 0 && req.After != "":
-		return 0, nil, fail(http.StatusBadRequest, `give "at" or "after", not both`)
-	case len(req.At) > 0:
-		t, err := parseTime(req.At)
-		if err != nil {
-			return 0, nil, fail(http.StatusBadRequest, `"at": %v`, err)
-		}
-		at = t
-	case req.After != "":
-		d, err := time.ParseDuration(req.After)
-		if err != nil || d < 0 {
-			return 0, nil, fail(http.StatusBadRequest, `"after" %q: want a duration such as 90s or 2h`, req.After)
-		}
-		at = s.now().Add(d)
-	default:
-		return 0, nil, fail(http.StatusBadRequest, `a reschedule needs "at" or "after"`)
+	now := s.now()
+	at, after, err := dueTime(req.At, req.After, now, s.maxDelay())
+	if err != nil {
+		return 0, nil, fail(http.StatusBadRequest, "a reschedule: %v", err)
 	}
-	if limit := s.maxDelay(); at.Sub(s.now()) > limit {
-		return 0, nil, fail(http.StatusBadRequest, "new due time %s is more than the max delay %v ahead", at.UTC().Format(time.RFC3339), limit)
+	if at.IsZero() {
+		at = now.Add(after)
 	}
 	if err := s.write(r.Context(), func(ctx context.Context) error { return s.c.Reschedule(ctx, id, at) }); err != nil {
 		return 0, nil, err

@@ -189,11 +189,11 @@ func TestSubmitRefused(t *testing.T) {
 		{"bad after", `{"topic":"orders","after":"soon"}`, 400, "duration"},
 		{"value twice", `{"topic":"orders","value":"a","value_base64":"YQ=="}`, 400, "not both"},
 		{"internal topic", `{"topic":"delay-failed","after":"1s"}`, 400, "delay-failed"},
-		{"control header", `{"topic":"orders","headers":{"delay-at":"1"}}`, 400, "control header"},
+		{"control header", `{"topic":"orders","after":"1s","headers":{"delay-at":"1"}}`, 400, "control header"},
 		{"beyond max delay", `{"topic":"orders","after":"48h"}`, 400, "max"},
 		{"bad every", `{"topic":"orders","every":"often"}`, 400, "every"},
-		{"every and cron", `{"topic":"orders","every":"1h","cron":"0 9 * * *"}`, 400, "cron"},
-		{"bad cron", `{"topic":"orders","cron":"61 * * * *"}`, 400, "cron"},
+		{"every and cron", `{"topic":"orders","after":"1s","every":"1h","cron":"0 9 * * *"}`, 400, "cron"},
+		{"bad cron", `{"topic":"orders","after":"1s","cron":"61 * * * *"}`, 400, "cron"},
 		{"too large", `{"topic":"orders","value":"` + strings.Repeat("x", 5000) + `"}`, 413, "limit"},
 	}
 	for _, tc := range cases {
@@ -233,7 +233,7 @@ func TestCancelRescheduleGet(t *testing.T) {
 	if got := time.Until(f.reschedules["a-2"]); got < 9*time.Minute || got > 11*time.Minute {
 		t.Errorf("rescheduled %v ahead, want about 10m", got)
 	}
-	for body, reason := range map[string]string{`{}`: `needs "at" or "after"`, `{"at":1,"after":"1s"}`: "not both", `{"at":"x"}`: "RFC 3339"} {
+	for body, reason := range map[string]string{`{}`: `"at" or "after" is required`, `{"at":1,"after":"1s"}`: "not both", `{"at":"x"}`: "RFC 3339"} {
 		if code, out := do(t, srv, "PATCH", "/v1/tasks/a-3", body); code != 400 || !strings.Contains(out["error"].(string), reason) {
 			t.Errorf("PATCH %s: %d %v, want 400 %q", body, code, out, reason)
 		}
@@ -321,7 +321,9 @@ func (s failingStates) State(context.Context, string) (payload.TaskState, error)
 	return payload.TaskState{}, s.err
 }
 
-func (s failingStates) List(context.Context, find.Query) (find.Page, error) { return find.Page{}, s.err }
+func (s failingStates) List(context.Context, find.Query) (find.Page, error) {
+	return find.Page{}, s.err
+}
 
 // Bodies must say they are JSON: curl -d without a content type sends a
 // form, a browser's cross-site request text/plain or nothing.
@@ -471,7 +473,7 @@ func TestToken(t *testing.T) {
 	if code, _ := do(t, srv, "DELETE", "/v1/tasks/x", "", "Authorization", "Bearer nope"); code != 401 {
 		t.Errorf("DELETE with a wrong token: %d, want 401", code)
 	}
-	if code, out := do(t, srv, "POST", "/v1/tasks", `{"topic":"orders"}`, "Authorization", "Bearer "+token); code != 201 {
+	if code, out := do(t, srv, "POST", "/v1/tasks", `{"topic":"orders","after":"0s"}`, "Authorization", "Bearer "+token); code != 201 {
 		t.Fatalf("right token: %d %v", code, out)
 	}
 	if len(f.sent) != 1 || len(f.cancels) != 0 {

@@ -69,7 +69,7 @@ func (s *Server) batch(_ http.ResponseWriter, r *http.Request) (int, any, error)
 // check turns one task request into its input message, refused for the
 // reasons submit refuses it.
 func (s *Server) check(req taskRequest, now time.Time) (kafka.Message, delayq.Receipt, error) {
-	t, err := req.task()
+	t, err := req.task(now, s.maxDelay())
 	if err != nil {
 		return kafka.Message{}, delayq.Receipt{}, err
 	}

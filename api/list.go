@@ -12,7 +12,7 @@ func (s *Server) list(_ http.ResponseWriter, r *http.Request) (int, any, error) 
 	if s.states == nil {
 		return 0, nil, fail(http.StatusNotImplemented, "this delayd has no task store to list")
 	}
-	q, err := find.ParseQuery(r.URL.Query())
+	q, err := find.ParseQuery(r.URL.Query(), s.now())
 	if err != nil {
 		return 0, nil, fail(http.StatusBadRequest, "%v", err)
 	}

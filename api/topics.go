@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topicctl"
 )
 
@@ -131,9 +132,9 @@ func (s *Server) setExpireAfter(ctx context.Context, topic string, r *http.Reque
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	d, err := time.ParseDuration(req.ExpireAfter)
-	if err != nil || d < 0 {
-		return fail(http.StatusBadRequest, `"expire_after" %q: want a duration such as 5m (0s: none)`, req.ExpireAfter)
+	d, err := payload.ParseDelay(`"expire_after"`, req.ExpireAfter)
+	if err != nil {
+		return fail(http.StatusBadRequest, "%v; 0s: none", err)
 	}
 	return s.cfg.Topics.SetExpireAfter(ctx, topic, d)
 }

@@ -12,13 +12,14 @@ import (
 )
 
 // tasks lists stored tasks: ?topic=&key=&from=&to=&state=&limit=&cursor=
-// (from and to: RFC 3339 or unix ms), as GET /v1/tasks of the HTTP API.
+// (from and to: payload.ParseTime, as delayctl), as GET /v1/tasks of the
+// HTTP API.
 func (c *Console) tasks(r *http.Request) (any, error) {
 	b, err := c.ready()
 	if err != nil {
 		return nil, err
 	}
-	q, err := find.ParseQuery(r.URL.Query())
+	q, err := find.ParseQuery(r.URL.Query(), c.cfg.Now())
 	if err != nil {
 		return nil, httpError{http.StatusBadRequest, err.Error()}
 	}

@@ -30,6 +30,8 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 		SASL:    d.auth.SASL(),
 		Node:    int64(binary.BigEndian.Uint16(b[:]) % (delayq.MaxNode + 1)),
 		Logger:  d.opts.Logger,
+		// The client refuses what ingest would: the limits are delayd's.
+		MaxDelay: d.cfg.MaxDelay,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("api: client: %w", err)

@@ -216,7 +216,7 @@ func TestReplaySameTask(t *testing.T) {
 	}{
 		{"derived id, delay-after", input("delay-input", 3, 17, h("delay-topic", "orders"), h("delay-after", "90s"), h("trace", "x"))},
 		{"given id, delay-at", input("delay-input", 1, 5, h("delay-topic", "orders"), h("delay-at", "2030-01-02T04:00:00Z"), h("delay-id", "order-42"))},
-		{"slow lane, past due", input("delay-input-slow", 0, 1, h("delay-topic", "orders"), h("delay-at", "1000"))},
+		{"slow lane, past due", input("delay-input-slow", 0, 1, h("delay-topic", "orders"), h("delay-at", "1577836800000"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

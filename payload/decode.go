@@ -83,12 +83,13 @@ func violation(format string, args ...any) error {
 // reason, e.g. `delay-at: "tomorrow" is not RFC 3339 or unix ms`.
 //
 // Rules: delay-topic is required (optional for a cancel) and must be allowed;
-// exactly one of delay-at (RFC 3339 or unix ms) and delay-after (Go duration
-// or seconds, >= 0); the due time may be in the past (due at once) but not
-// at or before the unix epoch (delay-at "0" or 1970-01-01T00:00:00Z is
-// refused: it is a producer's unset field, not a time) and not more than
-// MaxDelay after now; delay-after counts from the record timestamp
-// (m.Time), so a record without one (zero, or at or before the epoch: a
+// exactly one of delay-at (RFC 3339 or unix ms) and delay-after (a Go
+// duration, optionally led by whole days, or seconds, >= 0: ParseDelay);
+// the due time may be in the past (due at once) but not before MinDueTime,
+// 1973-03-03 (ParseDueTime: delay-at "0" or 1970-01-01T00:00:00Z is a
+// producer's unset field, a smaller number unix seconds, not milliseconds,
+// and the reason says so) and not more than MaxDelay after now;
+// delay-after counts from the record timestamp (m.Time), so a record without one (zero, or at or before the epoch: a
 // producer that set none; kafka-go sends 0 for a zero Message.Time) is
 // refused rather than timed by this process's clock, which would make a
 // re-read a second task; delay-id is optional, 1..128 bytes; delay-op is
@@ -106,12 +107,12 @@ func violation(format string, args ...any) error {
 // are provenance headers (Provenance: delay-source-*, delay-replay-of,
 // delay-replay-source), which only delayq writes.
 //
-// Recurrence: delay-every (Go duration or seconds, >= MinEvery and at most
+// Recurrence: delay-every (ParseDelay's syntax, >= MinEvery and at most
 // MaxDelay) or delay-cron (five fields or a descriptor such as @daily; no
 // TZ= prefix, no @every), not both; delay-tz (an IANA name, with
-// delay-cron only; default UTC); delay-until (RFC 3339 or unix ms, not
-// before the first occurrence); delay-count (>= 1); delay-occurrence
-// (>= 1, at most delay-count; default 1, for a series resumed from a
+// delay-cron only; default UTC); delay-until (RFC 3339 or unix ms, a due
+// time as ParseDueTime reads it, not before the first occurrence);
+// delay-count (>= 1); delay-occurrence (>= 1, at most delay-count; default 1, for a series resumed from a
 // delivered or failed message). Each at most once, none on a cancel, and
 // the checked ones are kept in Task.Headers, delay-occurrence last (see
 // Series). The first occurrence is due at delay-at/delay-after; a cron gap
@@ -283,17 +284,13 @@ func decodeDue(t *Task, at, after *kafka.Header, recorded, now time.Time, maxDel
 		}
 		t.ExecAt = ms
 	default:
-		return violation("%s or %s: missing (give exactly one)", HeaderAt, HeaderAfter)
+		return violation("%s or %s is required: give exactly one (%s: 0 is due now)", HeaderAt, HeaderAfter, HeaderAfter)
 	}
-	if ahead := t.ExecAt - now.UnixMilli(); ahead > maxDelay.Milliseconds() {
-		when := HeaderAt
-		if after != nil {
-			when = HeaderAfter
-		}
-		return violation("%s: due %s, more than the maximum delay %v ahead",
-			when, FormatTime(t.ExecAt), maxDelay)
+	when := HeaderAt
+	if after != nil {
+		when = HeaderAfter
 	}
-	return nil
+	return CheckAhead(when, t.ExecAt, now, maxDelay)
 }
 
 // dueAfter returns the due time delay-after (h) names: the record
@@ -303,8 +300,8 @@ func dueAfter(h *kafka.Header, recorded time.Time, maxDelay time.Duration) (int6
 	if err != nil {
 		return 0, err
 	}
-	if d > maxDelay {
-		return 0, violation("%s: %v is over the maximum delay %v", HeaderAfter, d, maxDelay)
+	if err := CheckDelay(HeaderAfter, d, maxDelay); err != nil {
+		return 0, err
 	}
 	if recorded.IsZero() || recorded.UnixMilli() <= 0 {
 		return 0, violation("%s needs a record timestamp (producer sent none); set one or use %s", HeaderAfter, HeaderAt)
@@ -403,59 +400,12 @@ func checkTopic(topic string, allow func(string) bool) error {
 	return nil
 }
 
-// parseAt reads delay-at: unix milliseconds (decimal digits) or RFC 3339.
-func parseAt(v []byte) (int64, error) {
-	s := string(v)
-	if s != "" && isDigits(s) {
-		ms, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, violation("%s: %s is out of range for unix ms", HeaderAt, quote(v))
-		}
-		return ms, checkEpoch(ms, v)
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return 0, violation("%s: %s is not RFC 3339 or unix ms", HeaderAt, quote(v))
-	}
-	ms := t.UnixMilli()
-	return ms, checkEpoch(ms, v)
-}
+// parseAt reads delay-at: unix milliseconds (decimal digits) or RFC 3339,
+// at or after MinDueTime (ParseDueTime).
+func parseAt(v []byte) (int64, error) { return ParseDueTime(HeaderAt, string(v)) }
 
-// checkEpoch refuses a due time at or before the unix epoch: 0 and
-// 1970-01-01T00:00:00Z are what a producer sends when it forgot to set the
-// time, and no time before 1970 is a meaningful due time. A past due time
-// after the epoch is delivered at once.
-func checkEpoch(ms int64, v []byte) error {
-	if ms <= 0 {
-		return violation("%s: %s is at or before the unix epoch (1970-01-01T00:00:00Z); give the due time (a past one is delivered at once)", HeaderAt, quote(v))
-	}
-	return nil
-}
-
-// parseAfter reads delay-after: a Go duration ("90s", "1h30m") or plain
-// seconds ("90", "1.5").
-func parseAfter(v []byte) (time.Duration, error) {
-	s := string(v)
-	neg := strings.HasPrefix(s, "-")
-	if num := strings.TrimPrefix(s, "-"); isSeconds(num) {
-		f, err := strconv.ParseFloat(num, 64)
-		if err != nil || f*float64(time.Second) >= float64(1<<63-1) {
-			return 0, violation("%s: %s is out of range", HeaderAfter, quote(v))
-		}
-		if neg && f != 0 {
-			return 0, violation("%s: %s is negative", HeaderAfter, quote(v))
-		}
-		return time.Duration(f * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, violation("%s: %s is not a Go duration or seconds", HeaderAfter, quote(v))
-	}
-	if d < 0 {
-		return 0, violation("%s: %s is negative", HeaderAfter, quote(v))
-	}
-	return d, nil
-}
+// parseAfter reads delay-after: ParseDelay's syntax.
+func parseAfter(v []byte) (time.Duration, error) { return ParseDelay(HeaderAfter, string(v)) }
 
 func isDigits(s string) bool {
 	for i := range len(s) {

@@ -65,9 +65,10 @@
 //
 //   - After Decode, Task.Name != "" and Task.ID == TaskID(Task.Name) <= MaxID.
 //   - After Decode, ExecAt > 0 (0 for a cancel by id alone,
-//     Control = ControlCancelID) and at most MaxDelay after now: a due time at
-//     or before the unix epoch (delay-at "0", "1970-01-01T00:00:00Z" or
-//     earlier) is refused, never read as "due now", and delay-after counts
+//     Control = ControlCancelID) and at most MaxDelay after now: a delay-at
+//     before MinDueTime, 1973-03-03 ("0", "1970-01-01T00:00:00Z", or unix
+//     seconds such as 1795829478, which the reason names as seconds) is
+//     refused, never read as "due now", and delay-after counts
 //     from the record timestamp, so a record without one (kafka-go sends 0
 //     for a zero Message.Time) is refused with "delay-after needs a record
 //     timestamp (producer sent none); set one or use delay-at". Re-reading a

@@ -23,7 +23,7 @@ func ExpireAfter(hs []kafka.Header) (d time.Duration, ok bool, err error) {
 		if ok {
 			return 0, false, violation("%s: header given more than once", HeaderExpireAfter)
 		}
-		d, err = parseAfter(h.Value)
+		d, err = ParseDelay(HeaderExpireAfter, string(h.Value))
 		if err != nil || d <= 0 {
 			return 0, false, violation("%s: %s is not a Go duration or seconds above zero", HeaderExpireAfter, quote(h.Value))
 		}

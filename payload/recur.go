@@ -248,6 +248,13 @@ func decodeRecurrence(rec [numRecur]*kafka.Header, execAt int64, maxDelay time.D
 		}
 		return nil, nil
 	}
+	if until := val(recUntil); until != nil {
+		// The input's rule (ParseDueTime); Series reads stored ones as
+		// they were accepted.
+		if _, err := ParseDueTime(HeaderUntil, string(until)); err != nil {
+			return nil, err
+		}
+	}
 	r, err := parseRecurrence(every, spec, val(recTZ), val(recUntil), val(recCount), execAt)
 	if err != nil {
 		return nil, err
@@ -424,10 +431,9 @@ func loadLocation(name string) (*time.Location, error) {
 // parseInterval reads delay-every: a Go duration or seconds, at least
 // MinEvery.
 func parseInterval(v []byte) (time.Duration, error) {
-	d, err := parseAfter(v)
+	d, err := ParseDelay(HeaderEvery, string(v))
 	if err != nil {
-		// parseAfter's reasons name delay-after.
-		return 0, violation("%s: %s is not a Go duration or seconds", HeaderEvery, quote(v))
+		return 0, violation("%s: %s is not a Go duration or seconds (90s, 1h30m, 2d or 90) above zero", HeaderEvery, quote(v))
 	}
 	if d < MinEvery {
 		return 0, violation("%s: %s is under the minimum %v", HeaderEvery, quote(v), MinEvery)

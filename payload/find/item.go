@@ -65,10 +65,11 @@ func ViewOf(p Page) View {
 	return v
 }
 
-// ParseQuery reads a query string: topic, key (prefix), from and to (unix
-// ms or RFC 3339), state, limit, cursor. Its errors wrap ErrQuery; it
-// does not Validate.
-func ParseQuery(v url.Values) (Query, error) {
+// ParseQuery reads a query string: topic, key (prefix), from and to (what
+// delayctl's time flags take, payload.ParseTime: unix ms, RFC 3339, a
+// date, now, or relative to now like -1h, +30m, -2d), state, limit,
+// cursor. Its errors wrap ErrQuery; it does not Validate.
+func ParseQuery(v url.Values, now time.Time) (Query, error) {
 	q := Query{Topic: v.Get("topic"), KeyPrefix: v.Get("key"), State: payload.Phase(v.Get("state")), Cursor: v.Get("cursor")}
 	var errs []error
 	for _, f := range []struct {
@@ -76,11 +77,11 @@ func ParseQuery(v url.Values) (Query, error) {
 		dst  *int64
 	}{{"from", &q.From}, {"to", &q.To}} {
 		if s := v.Get(f.name); s != "" {
-			ms, err := parseTime(s)
+			t, err := payload.ParseTime(s, now)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s %q: want unix ms or RFC 3339 (2030-01-02T15:04:05Z)", ErrQuery, f.name, s))
+				errs = append(errs, fmt.Errorf("%w: %s: %v", ErrQuery, f.name, err))
 			}
-			*f.dst = ms
+			*f.dst = t.UnixMilli()
 		}
 	}
 	if s := v.Get("limit"); s != "" {
@@ -91,15 +92,4 @@ func ParseQuery(v url.Values) (Query, error) {
 		q.Limit = n
 	}
 	return q, errors.Join(errs...)
-}
-
-func parseTime(s string) (int64, error) {
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= 0 {
-		return ms, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil || t.UnixMilli() < 0 {
-		return 0, errors.New("not a time")
-	}
-	return t.UnixMilli(), nil
 }

@@ -11,7 +11,7 @@ func newCancel(sys *IO, g *globals) *cobra.Command {
 		id string
 		cf clientFlags
 	)
-	at := &timeValue{now: sys.Now}
+	at := &timeValue{now: sys.Now, due: "--at"}
 	cmd := &cobra.Command{
 		Use:   "cancel --id ID [--at TIME]",
 		Short: "Cancel a task by its id, and optionally its due time",
@@ -36,7 +36,7 @@ with inspect.`,
 			if len(id) > 128 {
 				return usagef("--id: %d bytes, over the 128-byte limit", len(id))
 			}
-			c, err := cf.client(g)
+			c, err := cf.client(sys, g)
 			if err != nil {
 				return err
 			}
@@ -70,8 +70,8 @@ func newReschedule(sys *IO, g *globals) *cobra.Command {
 		id string
 		cf clientFlags
 	)
-	at := &timeValue{now: sys.Now}
-	after := &durationValue{}
+	at := &timeValue{now: sys.Now, due: "--at"}
+	after := &durationValue{name: "--after"}
 	cmd := &cobra.Command{
 		Use:   "reschedule --id ID (--at TIME | --after DURATION)",
 		Short: "Move a pending task to a new due time",
@@ -100,11 +100,14 @@ Check the result with inspect.`,
 			case !atSet && !afterSet:
 				return usagef("--at or --after is required")
 			}
+			if err := cf.checkDue(atSet, at.t, after.d, sys.Now()); err != nil {
+				return err
+			}
 			when := at.t
 			if afterSet {
 				when = sys.Now().Add(after.d)
 			}
-			c, err := cf.client(g)
+			c, err := cf.client(sys, g)
 			if err != nil {
 				return err
 			}
@@ -122,7 +125,7 @@ Check the result with inspect.`,
 	}
 	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
 	cmd.Flags().Var(at, "at", "the new due time: "+timeHelp)
-	cmd.Flags().Var(after, "after", "the new due time as a delay from now: 90s, 1h30m, 2d or plain seconds")
+	cmd.Flags().Var(after, "after", "the new due time as a delay from now: "+delayHelp)
 	cf.register(cmd, false)
 	return cmd
 }

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,97 +13,44 @@ import (
 // timeHelp is how the time flags describe their format.
 const timeHelp = "RFC 3339, 2006-01-02, unix ms, now, or relative like -1h, +30m, -2d"
 
-var errTimeFormat = errors.New("not RFC 3339, a date, unix ms, now, or a relative time like -1h, +30m, -2d")
+// delayHelp is how the delay flags describe their format: payload.ParseDelay's.
+const delayHelp = "90s, 1h30m, 2d, 1d12h or plain seconds"
 
-// parseTime reads a time flag: RFC 3339 (any precision, any zone), a date
-// (UTC midnight), unix milliseconds, "now", or a signed duration relative
-// to now ("-1h", "+30m", "-2d", "-1d12h").
-func parseTime(s string, now time.Time) (time.Time, error) {
+// parseTime reads a time flag: payload.ParseTime, the syntax of the HTTP
+// API's list filters too.
+func parseTime(s string, now time.Time) (time.Time, error) { return payload.ParseTime(s, now) }
+
+// parseDue reads a due time flag (name): unix ms and RFC 3339 by the
+// wire's rule (payload.ParseDueTime: a number that looks like unix
+// seconds is refused, naming the unit), the rest of parseTime's syntax
+// (a date, now, a relative time) checked as a due time after.
+func parseDue(name, s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
-		return time.Time{}, errors.New("empty")
-	case s == "now":
-		return now, nil
-	case isDigits(s):
-		ms, err := strconv.ParseInt(s, 10, 64)
+	if _, rfc := time.Parse(time.RFC3339Nano, s); rfc == nil || s != "" && strings.Trim(s, "0123456789") == "" {
+		ms, err := payload.ParseDueTime(name, s)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("%q is out of range for unix ms", s)
+			return time.Time{}, err
+		}
+		if rfc == nil {
+			t, _ := time.Parse(time.RFC3339Nano, s)
+			return t, nil
 		}
 		return time.UnixMilli(ms).UTC(), nil
-	case s[0] == '+' || s[0] == '-':
-		d, err := parseDuration(s[1:])
-		if err != nil {
-			return time.Time{}, fmt.Errorf("%q: %w", s, errTimeFormat)
-		}
-		if s[0] == '-' {
-			d = -d
-		}
-		return now.Add(d), nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		if t.UnixMilli() < 0 {
-			return time.Time{}, fmt.Errorf("%q is before 1970", s)
-		}
-		return t, nil
+	t, err := payload.ParseTime(s, now)
+	if err != nil {
+		return time.Time{}, err
 	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("%q: %w", s, errTimeFormat)
-}
-
-// parseDuration reads a non-negative duration: a Go duration ("90s",
-// "1h30m"), plain seconds ("90", "1.5"), optionally led by whole days
-// ("2d", "1d12h").
-func parseDuration(s string) (time.Duration, error) {
-	var days time.Duration
-	if i := strings.IndexByte(s, 'd'); i > 0 && isDigits(s[:i]) {
-		n, err := strconv.ParseInt(s[:i], 10, 64)
-		if err != nil || n > 100_000 {
-			return 0, fmt.Errorf("%q is out of range", s)
-		}
-		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
-		if s == "" {
-			return days, nil
-		}
-	}
-	if isSeconds(s) {
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || f*float64(time.Second) >= float64(1<<62) {
-			return 0, fmt.Errorf("%q is out of range", s)
-		}
-		return days + time.Duration(f*float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
-		return 0, fmt.Errorf("%q is not a duration like 90s, 1h30m, 2d or plain seconds", s)
-	}
-	return days + d, nil
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := range len(s) {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func isSeconds(s string) bool {
-	whole, frac, dot := strings.Cut(s, ".")
-	return isDigits(whole) && (!dot || isDigits(frac))
+	return t, payload.CheckDueTime(name, t.UnixMilli(), s)
 }
 
 // timeValue is a pflag.Value for a time flag; relative times count from
-// the clock when the flag is set.
+// the clock when the flag is set. due names a flag that gives a due time
+// (parseDue's rules); empty: a time of a range or a lookup (parseTime).
 type timeValue struct {
 	t   time.Time
 	now func() time.Time
+	due string
 }
 
 func (v *timeValue) String() string {
@@ -116,7 +61,13 @@ func (v *timeValue) String() string {
 }
 
 func (v *timeValue) Set(s string) error {
-	t, err := parseTime(s, v.now())
+	var t time.Time
+	var err error
+	if v.due != "" {
+		t, err = parseDue(v.due, s, v.now())
+	} else {
+		t, err = parseTime(s, v.now())
+	}
 	if err != nil {
 		return err
 	}
@@ -129,8 +80,12 @@ func (v *timeValue) Type() string { return "time" }
 // ms returns the time in unix milliseconds.
 func (v *timeValue) ms() int64 { return v.t.UnixMilli() }
 
-// durationValue is a pflag.Value for parseDuration.
-type durationValue struct{ d time.Duration }
+// durationValue is a pflag.Value for a delay (payload.ParseDelay) of the
+// flag name.
+type durationValue struct {
+	d    time.Duration
+	name string
+}
 
 func (v *durationValue) String() string {
 	if v.d == 0 {
@@ -140,7 +95,7 @@ func (v *durationValue) String() string {
 }
 
 func (v *durationValue) Set(s string) error {
-	d, err := parseDuration(strings.TrimSpace(s))
+	d, err := payload.ParseDelay(v.name, strings.TrimSpace(s))
 	if err != nil {
 		return err
 	}

@@ -62,44 +62,6 @@ func TestParseTime(t *testing.T) {
 	}
 }
 
-func TestParseDuration(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    time.Duration
-		wantErr bool
-	}{
-		{in: "90s", want: 90 * time.Second},
-		{in: "1h30m", want: 90 * time.Minute},
-		{in: "90", want: 90 * time.Second},
-		{in: "1.5", want: 1500 * time.Millisecond},
-		{in: "0", want: 0},
-		{in: "2d", want: 48 * time.Hour},
-		{in: "1d12h", want: 36 * time.Hour},
-		{in: "1d30", want: 24*time.Hour + 30*time.Second},
-		{in: "-1s", wantErr: true},
-		{in: "+1s", wantErr: true},
-		{in: "soon", wantErr: true},
-		{in: "", wantErr: true},
-		{in: "d", wantErr: true},
-		{in: "1.", wantErr: true},
-		{in: "99999999999999d", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := parseDuration(tt.in)
-			if tt.wantErr {
-				if err == nil {
-					t.Fatalf("accepted: %v", got)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Fatalf("%v, %v; want %v", got, err, tt.want)
-			}
-		})
-	}
-}
-
 func TestParseHeaders(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 )
 
@@ -21,9 +22,10 @@ const maxValue = 16 << 20
 
 // clientFlags are the flags of the commands that write to delayq's input.
 type clientFlags struct {
-	node  nodeValue
-	input string
-	slow  string
+	node     nodeValue
+	input    string
+	slow     string
+	maxDelay durationValue
 }
 
 // nodeValue is the --node flag: unset means the process id mod 1024.
@@ -63,14 +65,34 @@ func (c *clientFlags) register(cmd *cobra.Command, node bool) {
 		fs.Var(&c.node, "node",
 			"snowflake node id 0..1023 for generated ids; unique per running process (default: process id mod 1024)")
 	}
+	c.maxDelay = durationValue{d: payload.DefaultMaxDelay, name: "--max-delay"}
+	fs.Var(&c.maxDelay, "max-delay",
+		"delayd's --max-delay: a due time further ahead, or a longer delay or interval, is refused here as delayd would refuse it (default 720h)")
 	fs.StringVar(&c.input, "input-topic", topics.Input, "input topic")
 	fs.StringVar(&c.slow, "slow-topic", topics.Slow, "input topic of tasks due more than an hour ahead")
 	_ = fs.MarkHidden("input-topic")
 	_ = fs.MarkHidden("slow-topic")
 }
 
-func (c *clientFlags) client(g *globals) (*delayq.Client, error) {
-	return delayq.New(delayq.Config{Brokers: g.brokers, TLS: g.auth.TLS(), SASL: g.auth.SASL(), Node: c.node.id(), Input: c.input, Slow: c.slow})
+func (c *clientFlags) client(sys *IO, g *globals) (*delayq.Client, error) {
+	return delayq.New(delayq.Config{Brokers: g.brokers, TLS: g.auth.TLS(), SASL: g.auth.SASL(), Node: c.node.id(), Input: c.input, Slow: c.slow,
+		MaxDelay: c.maxDelay.d, Now: sys.Now})
+}
+
+// checkDue applies delayd's rules (payload's) to the due time of --at or
+// --after (whichever was given) against --max-delay: the reasons name the
+// flag.
+func (c *clientFlags) checkDue(atSet bool, at time.Time, after time.Duration, now time.Time) error {
+	var err error
+	if atSet {
+		err = payload.CheckAhead("--at", at.UnixMilli(), now, c.maxDelay.d)
+	} else {
+		err = payload.CheckDelay("--after", after, c.maxDelay.d)
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 func newSubmit(sys *IO, g *globals) *cobra.Command { return taskCommand(sys, g, false) }
@@ -102,10 +124,10 @@ func taskCommand(sys *IO, g *globals, replace bool) *cobra.Command {
 		headers              []string
 		cf                   clientFlags
 	)
-	at := &timeValue{now: sys.Now}
-	after := &durationValue{}
-	every := &durationValue{}
-	until := &timeValue{now: sys.Now}
+	at := &timeValue{now: sys.Now, due: "--at"}
+	after := &durationValue{name: "--after"}
+	every := &durationValue{name: "--every"}
+	until := &timeValue{now: sys.Now, due: "--until"}
 	cmd := &cobra.Command{
 		Use:   "submit --topic T (--at TIME | --after DURATION) [flags] [VALUE]",
 		Short: "Submit a task: deliver a message to a topic later",
@@ -141,6 +163,18 @@ time: cancel and inspect take both.`,
 			if len(id) > 128 {
 				return usagef("--id: %d bytes, over the 128-byte limit", len(id))
 			}
+			if err := cf.checkDue(atSet, at.t, after.d, sys.Now()); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("every") {
+				// A zero Every would be no series at all.
+				if every.d < payload.MinEvery {
+					return usagef("--every: %v is under the minimum %v", every.d, payload.MinEvery)
+				}
+				if err := payload.CheckDelay("--every", every.d, cf.maxDelay.d); err != nil {
+					return usageError{err}
+				}
+			}
 			hs, err := parseHeaders(headers)
 			if err != nil {
 				return err
@@ -159,7 +193,7 @@ time: cancel and inspect take both.`,
 			} else {
 				task.At = sys.Now().Add(after.d)
 			}
-			c, err := cf.client(g)
+			c, err := cf.client(sys, g)
 			if err != nil {
 				return err
 			}
@@ -190,13 +224,13 @@ time: cancel and inspect take both.`,
 	fs := cmd.Flags()
 	fs.StringVar(&topic, "topic", "", "business topic to deliver to (required)")
 	fs.Var(at, "at", "due time: "+timeHelp)
-	fs.Var(after, "after", "delay from now: 90s, 1h30m, 2d or plain seconds")
+	fs.Var(after, "after", "delay from now: "+delayHelp)
 	fs.StringVar(&id, "id", "", "task id, up to 128 bytes (default: a snowflake id)")
 	fs.StringVar(&key, "key", "", "message key (default: none)")
 	fs.StringArrayVarP(&headers, "header", "H", nil, "header key=value, repeatable")
 	fs.StringVar(&file, "file", "", "read the value from this file (- for stdin)")
 	if !replace {
-		fs.Var(every, "every", "repeat every this long (at least 1s); the first occurrence at --at/--after")
+		fs.Var(every, "every", "repeat every this long (at least 1s; "+delayHelp+"); the first occurrence at --at/--after")
 		fs.StringVar(&cron, "cron", "", `repeat on this five-field cron schedule ("0 9 * * *", "@daily"), not with --every`)
 		fs.StringVar(&tz, "tz", "", "IANA time zone of --cron (default UTC)")
 		fs.Var(until, "until", "no occurrence after this time: "+timeHelp)

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"strconv"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topicctl"
 )
 
@@ -50,9 +50,9 @@ topic's own pause.`,
 			Example: "  delayctl expire-after orders 10m",
 			Args:    argCount(2, 2),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				d, err := time.ParseDuration(args[1])
-				if err != nil || d < 0 {
-					return usagef("DURATION %q: want a duration such as 10m (0s: none)", args[1])
+				d, err := payload.ParseDelay("DURATION", args[1])
+				if err != nil {
+					return usagef("%v; 0s: none", err)
 				}
 				return withTopics(cmd.Context(), sys, g, func(ctx context.Context, c *topicctl.Store) error {
 					return c.SetExpireAfter(ctx, args[0], d)
