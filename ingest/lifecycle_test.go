@@ -244,7 +244,32 @@ func TestLifecycleOps(t *testing.T) {
 				return [][]kafka.Message{{f.submit("a", 10)}, {f.cancelID("a")}, {f.replace("a", 20)}}
 			},
 			live:   map[string][]int64{},
-			failed: map[string]string{"a": `replace: delay-id "a" is cancelled by id`},
+			failed: map[string]string{"a": `id cancelled: replace of delay-id "a" refused`},
+		},
+		{
+			// The docs' o-42: cancelled by id, then submitted again.
+			name: "submit recorded after a cancel by id reuses the id",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				s := f.submit("a", 10)
+				s.Time = testNow.Add(time.Second)
+				return [][]kafka.Message{{f.submit("a", 20)}, {f.cancelID("a")}, {s}, {s}}
+			},
+			live: map[string][]int64{},
+			failed: map[string]string{"a": `id cancelled: submit of delay-id "a" refused: the id was cancelled by id alone at ` +
+				payload.FormatTime(testNow.UnixMilli()) + ` and a task submitted with it after the cancel is refused until ` +
+				payload.FormatTime(testNow.Add(payload.DefaultMaxDelay+defaultRetention).UnixMilli())},
+			wantPhases: map[string]payload.Phase{"a": payload.PhaseCancelled},
+		},
+		{
+			// A cancel that overtook its task (another partition): the
+			// task, recorded before it, is cancelled without a word.
+			name: "submit recorded before a cancel by id handled after it",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				s := f.submit("a", 10)
+				s.Time = testNow.Add(-time.Second)
+				return [][]kafka.Message{{f.cancelID("a")}, {s}, {s}}
+			},
+			live: map[string][]int64{},
 		},
 		{
 			// The reschedule is young when handled and waits; the task is
