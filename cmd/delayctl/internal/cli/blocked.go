@@ -36,7 +36,7 @@ func checkID(ctx context.Context, sys *IO, g *globals, api *apiFlag, id, op stri
 	case err != nil && api.set():
 		return fmt.Errorf("%s of id %q not sent: its state could not be checked: %w (--id-check=false skips the check)", op, id, err)
 	case err != nil:
-		fmt.Fprintf(sys.Stderr, "delayctl %s: warning: id %q not checked for a cancel by id (%v); if a cancel by id alone blocks it, ingest refuses this %s into delay-failed (\"id cancelled\"): check with delayctl failed --reason \"id cancelled\", or pass --api\n",
+		fmt.Fprintf(sys.Stderr, "delayctl %s: warning: id %q not checked for a cancel by id (%v); if a cancel by id alone blocks it, ingest refuses this %s into delay-failed (\"id cancelled\"): list those with delayctl replay --from -1h --to now --reason \"id cancelled\" --dry-run, or pass --api\n",
 			op, id, err, op)
 		return nil
 	case b == nil || !b.Until.After(sys.Now()):
