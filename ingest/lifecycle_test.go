@@ -474,3 +474,28 @@ func TestReplaceKeepsItsContent(t *testing.T) {
 		t.Errorf("deliverable values %q, want only the replace's %q", values, r.Value)
 	}
 }
+
+// TestReusedIDState: payload.State of the docs' o-42 after its cancel by
+// id (the cancelled task's due time, the block dated from the cancel's
+// record time) and after a refused reuse (whose due time d:s now holds:
+// labelled Reused).
+func TestReusedIDState(t *testing.T) {
+	f := newLifecycleFixture(t, true)
+	f.handle(t, f.submit("o-42", 10))
+	f.handle(t, f.cancelID("o-42"))
+	want := payload.TaskState{Phase: payload.PhaseCancelled, At: lcBase.Add(10 * time.Second).UnixMilli(),
+		CancelledByID: testNow.UnixMilli(), BlockedUntil: testNow.Add(payload.DefaultCancelBlock).UnixMilli()}
+	if got, err := payload.State(t.Context(), f.st, "o-42", time.Now()); err != nil || got != want {
+		t.Errorf("after the cancel: %+v, %v; want %+v", got, err, want)
+	}
+	s := f.submit("o-42", 20)
+	s.Time = testNow.Add(time.Minute)
+	f.handle(t, s)
+	want.At, want.Reused = lcBase.Add(20*time.Second).UnixMilli(), true
+	if got, err := payload.State(t.Context(), f.st, "o-42", time.Now()); err != nil || got != want {
+		t.Errorf("after the reuse: %+v, %v; want %+v", got, err, want)
+	}
+	if failed := f.failed(t); !strings.HasPrefix(failed["o-42"], "id cancelled: submit") {
+		t.Errorf("failed %v, want the reuse refused", failed)
+	}
+}
