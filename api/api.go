@@ -272,8 +272,8 @@ type taskAnswer struct {
 // "Unknown ids"), as the 202 answers state them.
 const (
 	ruleReschedule = "a reschedule moves only a task of this id submitted less than the reschedule grace (30 s by default) after it; one that finds no such task goes to delay-failed when that grace ends and moves no task submitted later"
-	ruleCancel     = "a cancel by id alone is kept: this id stays cancelled for --max-delay + --retention, so a task submitted with it in that time is never delivered"
-	ruleReplace    = "a replace stores this task in place of every task of this id recorded before it, in either arrival order: the old one is never delivered, this one once; with no task of this id stored it acts as a submit; an id cancelled by id alone refuses it (delay-failed)"
+	ruleCancel     = "a cancel by id alone is kept: this id stays cancelled for --max-delay + --retention (GET /v1/tasks/{id} says until when): a task of this id submitted before the cancel and still on its way is cancelled when it arrives; one submitted after it is refused (409 here, delay-failed with \"id cancelled\" on Kafka)"
+	ruleReplace    = "a replace stores this task in place of every task of this id recorded before it, in either arrival order: the old one is never delivered, this one once; with no task of this id stored it acts as a submit; an id cancelled by id alone refuses it (409, or delay-failed with \"id cancelled\")"
 )
 
 func answer(id string, at time.Time) taskAnswer {
@@ -288,6 +288,9 @@ func (s *Server) submit(_ http.ResponseWriter, r *http.Request) (int, any, error
 	m, rcpt, err := s.check(req, s.now())
 	if err != nil {
 		return 0, nil, fail(http.StatusBadRequest, "%s", err.Error())
+	}
+	if err := s.blocked(r.Context(), req.ID, "submit"); err != nil {
+		return 0, nil, err
 	}
 	if err := s.write(r.Context(), func(ctx context.Context) error { return s.c.Send(ctx, m) }); err != nil {
 		return 0, nil, err
@@ -320,6 +323,9 @@ func (s *Server) replace(_ http.ResponseWriter, r *http.Request) (int, any, erro
 	m.Headers = append(m.Headers, kafka.Header{Key: payload.HeaderOp, Value: []byte(payload.OpReplace)})
 	if _, err := payload.Decode(m, s.now(), s.cfg.Decode); err != nil {
 		return 0, nil, fail(http.StatusBadRequest, "%v", err)
+	}
+	if err := s.blocked(r.Context(), id, "replace"); err != nil {
+		return 0, nil, err
 	}
 	if err := s.write(r.Context(), func(ctx context.Context) error { return s.c.Send(ctx, m) }); err != nil {
 		return 0, nil, err
@@ -522,5 +528,58 @@ func (s *Server) get(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	}
 	a := answer(id, time.UnixMilli(st.At))
 	a.State = string(st.Phase)
-	return http.StatusOK, a, nil
+	if st.CancelledByID == 0 {
+		return http.StatusOK, a, nil
+	}
+	// Cancelled by id alone: the block, and what the due time is of.
+	c := cancelledAnswer{taskAnswer: a, CancelledByIDAt: rfc3339(st.CancelledByID), BlockedUntil: rfc3339(st.BlockedUntil),
+		BlockedUntilMs: st.BlockedUntil}
+	switch {
+	case st.At == 0:
+		c.At, c.AtMs = "", 0
+		c.Task = "none: no task with this id was stored; the id is blocked"
+	case st.Reused:
+		c.Task = "the due time is that of a submit recorded after the cancel (refused as a reuse, or cancelled): never delivered"
+	default:
+		c.Task = "the due time is that of the task the cancel cancelled: never delivered"
+	}
+	if st.BlockedUntil > s.now().UnixMilli() {
+		c.Rule = fmt.Sprintf("cancelled by id alone: a submit or replace of this id recorded before %s is refused (409 here, delay-failed with \"id cancelled\" on Kafka)", c.BlockedUntil)
+	}
+	return http.StatusOK, c, nil
+}
+
+// cancelledAnswer is GET /v1/tasks/{id} of an id cancelled by id alone.
+type cancelledAnswer struct {
+	taskAnswer
+	CancelledByIDAt string `json:"cancelled_by_id_at"` // the cancel's record time
+	BlockedUntil    string `json:"blocked_until"`      // when the id may be submitted again
+	BlockedUntilMs  int64  `json:"blocked_until_ms"`
+	Task            string `json:"task"` // what "at" is the due time of, or that there is none
+}
+
+func rfc3339(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+
+// blocked refuses (409) a submit or replace (op) of id while a cancel by
+// id alone blocks it: ingest would refuse it to delay-failed ("id
+// cancelled"). The answer names the rule and the block's end. Without an
+// id, a store, or when the store does not answer, it lets the request
+// through: ingest still refuses a reuse, visibly, in delay-failed.
+func (s *Server) blocked(ctx context.Context, id, op string) error {
+	if id == "" || s.states == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	st, err := s.states.State(ctx, id)
+	if err != nil {
+		s.log.Warn("id not checked for a cancel by id", "op", op, "err", err)
+		return nil
+	}
+	if st.Phase != payload.PhaseCancelled || st.BlockedUntil <= s.now().UnixMilli() {
+		return nil
+	}
+	return fail(http.StatusConflict,
+		"id cancelled: %s of id %q refused: it was cancelled by id alone at %s, and an id cancelled by id alone is not reused for --max-delay + --retention after the cancel: it is blocked until %s (submit under another id)",
+		op, id, rfc3339(st.CancelledByID), rfc3339(st.BlockedUntil))
 }

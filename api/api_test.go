@@ -535,3 +535,53 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockedID: the docs' o-42 after DELETE: a submit or replace of an id
+// that a cancel by id alone still blocks is refused with 409, naming the
+// rule and the block's end; GET tells the block from a pending task.
+func TestBlockedID(t *testing.T) {
+	now := time.Now()
+	cancelled, until := now.Add(-time.Minute).UnixMilli(), now.Add(time.Hour).UnixMilli()
+	due := now.Add(-time.Minute + 5*time.Second).UnixMilli()
+	srv, f := newServer(t, Config{}, fakeStates{
+		"o-42":  {Phase: payload.PhaseCancelled, At: due, CancelledByID: cancelled, BlockedUntil: until},
+		"bare":  {Phase: payload.PhaseCancelled, CancelledByID: cancelled, BlockedUntil: until},
+		"over":  {Phase: payload.PhaseCancelled, At: due, CancelledByID: cancelled, BlockedUntil: now.Add(-time.Second).UnixMilli()},
+		"by-at": {Phase: payload.PhaseCancelled, At: due},
+	})
+	end := time.UnixMilli(until).UTC().Format(time.RFC3339)
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/v1/tasks", `{"topic":"orders","id":"o-42","after":"5s"}`},
+		{"PUT", "/v1/tasks/o-42", `{"topic":"orders","after":"5s"}`},
+		{"POST", "/v1/tasks", `{"topic":"orders","id":"bare","after":"5s"}`},
+	} {
+		code, out := do(t, srv, tc.method, tc.path, tc.body)
+		reason, _ := out["error"].(string)
+		if code != http.StatusConflict || !strings.HasPrefix(reason, "id cancelled: ") || !strings.Contains(reason, "blocked until "+end) ||
+			!strings.Contains(reason, "--max-delay + --retention") {
+			t.Errorf("%s %s: %d %q, want 409 naming the rule and %s", tc.method, tc.path, code, reason, end)
+		}
+	}
+	for _, id := range []string{"over", "by-at", "fresh", "broken"} { // block over, cancelled by due time, unknown, store down
+		if code, out := do(t, srv, "POST", "/v1/tasks", `{"topic":"orders","id":"`+id+`","after":"5s"}`); code != http.StatusCreated {
+			t.Errorf("POST %s: %d %v, want 201", id, code, out)
+		}
+	}
+	if len(f.sent) != 4 {
+		t.Errorf("%d messages written, want 4 (none for the refused)", len(f.sent))
+	}
+	code, out := do(t, srv, "GET", "/v1/tasks/o-42", "")
+	if code != 200 || out["state"] != "cancelled" || out["blocked_until"] != end || int64(out["at_ms"].(float64)) != due ||
+		out["cancelled_by_id_at"] != time.UnixMilli(cancelled).UTC().Format(time.RFC3339) ||
+		!strings.Contains(fmt.Sprint(out["task"]), "the task the cancel cancelled") || !strings.Contains(fmt.Sprint(out["rule"]), "refused") {
+		t.Errorf("GET o-42: %d %v", code, out)
+	}
+	code, out = do(t, srv, "GET", "/v1/tasks/bare", "")
+	if _, has := out["at"]; code != 200 || has || out["blocked_until"] != end || !strings.HasPrefix(fmt.Sprint(out["task"]), "none") {
+		t.Errorf("GET of a blocked id with no task: %d %v, want no at and task none", code, out)
+	}
+	code, out = do(t, srv, "GET", "/v1/tasks/by-at", "")
+	if _, has := out["blocked_until"]; code != 200 || has || out["state"] != "cancelled" {
+		t.Errorf("GET of a task cancelled by due time: %d %v, want no block", code, out)
+	}
+}

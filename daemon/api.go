@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/delayq/delayq"
@@ -36,7 +37,11 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 	if err != nil {
 		return nil, nil, fmt.Errorf("api: client: %w", err)
 	}
-	states := storeStates{store}
+	block := d.cfg.MaxDelay + d.cfg.Retention // how long a cancel by id alone blocks its id, as ingest counts it
+	if block < 0 {
+		block = math.MaxInt64
+	}
+	states := storeStates{store, block}
 	loopback := httpserve.Loopback(d.cfg.API)
 	if d.cfg.APIToken == "" && !loopback { // Validate let it through: --api-insecure
 		d.log.Warn("api open to whoever reaches it: --api-insecure on an address other than loopback", "api", d.cfg.API)
@@ -53,11 +58,15 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 	return srv.Run, c.Close, nil
 }
 
-// storeStates looks task states up in the payload store.
-type storeStates struct{ s Store }
+// storeStates looks task states up in the payload store; block is
+// --max-delay + --retention, how long a cancel by id alone blocks its id.
+type storeStates struct {
+	s     Store
+	block time.Duration
+}
 
 func (s storeStates) State(ctx context.Context, id string) (payload.TaskState, error) {
-	return payload.State(ctx, s.s, id, time.Now())
+	return payload.StateWith(ctx, s.s, id, time.Now(), s.block)
 }
 
 // List lists the tasks of the payload store (find.List); both stores scan

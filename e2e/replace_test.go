@@ -145,7 +145,7 @@ func runReplace(t *testing.T, e *e2etest.Env, n int) {
 	}
 	checkFailed(t, l, failed)
 	for seq, reason := range l.JudgeFailed(failed.Snapshot()).Malformed {
-		if !strings.Contains(reason, "is cancelled by id") {
+		if !strings.HasPrefix(reason, "id cancelled: replace of delay-id") {
 			t.Errorf("%s: delay-error %q, want the replace of a cancelled id refused", seq, reason)
 		}
 	}

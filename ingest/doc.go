@@ -68,7 +68,10 @@
 //     {prefix}:op:{id}, kept MaxDelay + Retention, saturating), then every
 //     message writes its cell to its id row (Store.PutIDs);
 //  2. read back the id rows of every op, and of every submit whose id is
-//     flagged (Index.Flagged, Store.GetIDs); taskstate.Decide;
+//     flagged (Index.Flagged, Store.GetIDs); taskstate.Decide (its Config:
+//     RescheduleGrace, and CancelBlock = MaxDelay + Retention, how long a
+//     cancel by id alone blocks its id: a submit recorded after it in that
+//     time is refused, "id cancelled", with the end);
 //  3. read the stored rows a move copies (Store.Get), Plan.Settle; put the
 //     copies, index, put the cancel markers, write the id rows' new due
 //     times, in that order, so that a crash at any point is completed by

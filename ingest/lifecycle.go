@@ -28,7 +28,9 @@ const (
 const defaultRetention = 7 * 24 * time.Hour
 
 // opFlagTTL is how long an op flag is kept: the longest delay plus the
-// retention of the id row cells it guards. The sum saturates: with a
+// retention of the id row cells it guards. It is also how long a cancel
+// by id alone blocks its id after its record time
+// (taskstate.Config.CancelBlock). The sum saturates: with a
 // maximum delay near the largest Duration it would wrap to a negative TTL,
 // which Redis takes as none (zset.OpFlags.FlagOps caps what it is given).
 func opFlagTTL(maxDelay, retention time.Duration) time.Duration {
@@ -107,7 +109,8 @@ func (in *Ingester) resolve(ctx context.Context, tasks []payload.Task, recorded 
 	if err != nil {
 		return nil, nil, err
 	}
-	p := taskstate.Decide(b, states, time.Now().UnixMilli(), taskstate.Config{RescheduleGrace: in.cfg.RescheduleGrace})
+	p := taskstate.Decide(b, states, time.Now().UnixMilli(), taskstate.Config{RescheduleGrace: in.cfg.RescheduleGrace,
+		CancelBlock: opFlagTTL(in.cfg.Decode.MaxDelay, in.cfg.Retention)})
 	rows, err := in.settle(ctx, policy, p)
 	if err != nil {
 		return nil, nil, err

@@ -244,7 +244,32 @@ func TestLifecycleOps(t *testing.T) {
 				return [][]kafka.Message{{f.submit("a", 10)}, {f.cancelID("a")}, {f.replace("a", 20)}}
 			},
 			live:   map[string][]int64{},
-			failed: map[string]string{"a": `replace: delay-id "a" is cancelled by id`},
+			failed: map[string]string{"a": `id cancelled: replace of delay-id "a" refused`},
+		},
+		{
+			// The docs' o-42: cancelled by id, then submitted again.
+			name: "submit recorded after a cancel by id reuses the id",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				s := f.submit("a", 10)
+				s.Time = testNow.Add(time.Second)
+				return [][]kafka.Message{{f.submit("a", 20)}, {f.cancelID("a")}, {s}, {s}}
+			},
+			live: map[string][]int64{},
+			failed: map[string]string{"a": `id cancelled: submit of delay-id "a" refused: the id was cancelled by id alone at ` +
+				payload.FormatTime(testNow.UnixMilli()) + ` and a task submitted with it after the cancel is refused until ` +
+				payload.FormatTime(testNow.Add(payload.DefaultMaxDelay+defaultRetention).UnixMilli())},
+			wantPhases: map[string]payload.Phase{"a": payload.PhaseCancelled},
+		},
+		{
+			// A cancel that overtook its task (another partition): the
+			// task, recorded before it, is cancelled without a word.
+			name: "submit recorded before a cancel by id handled after it",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				s := f.submit("a", 10)
+				s.Time = testNow.Add(-time.Second)
+				return [][]kafka.Message{{f.cancelID("a")}, {s}, {s}}
+			},
+			live: map[string][]int64{},
 		},
 		{
 			// The reschedule is young when handled and waits; the task is
@@ -447,5 +472,30 @@ func TestReplaceKeepsItsContent(t *testing.T) {
 	}
 	if len(values) != 1 || values[0] != string(r.Value) {
 		t.Errorf("deliverable values %q, want only the replace's %q", values, r.Value)
+	}
+}
+
+// TestReusedIDState: payload.State of the docs' o-42 after its cancel by
+// id (the cancelled task's due time, the block dated from the cancel's
+// record time) and after a refused reuse (whose due time d:s now holds:
+// labelled Reused).
+func TestReusedIDState(t *testing.T) {
+	f := newLifecycleFixture(t, true)
+	f.handle(t, f.submit("o-42", 10))
+	f.handle(t, f.cancelID("o-42"))
+	want := payload.TaskState{Phase: payload.PhaseCancelled, At: lcBase.Add(10 * time.Second).UnixMilli(),
+		CancelledByID: testNow.UnixMilli(), BlockedUntil: testNow.Add(payload.DefaultCancelBlock).UnixMilli()}
+	if got, err := payload.State(t.Context(), f.st, "o-42", time.Now()); err != nil || got != want {
+		t.Errorf("after the cancel: %+v, %v; want %+v", got, err, want)
+	}
+	s := f.submit("o-42", 20)
+	s.Time = testNow.Add(time.Minute)
+	f.handle(t, s)
+	want.At, want.Reused = lcBase.Add(20*time.Second).UnixMilli(), true
+	if got, err := payload.State(t.Context(), f.st, "o-42", time.Now()); err != nil || got != want {
+		t.Errorf("after the reuse: %+v, %v; want %+v", got, err, want)
+	}
+	if failed := f.failed(t); !strings.HasPrefix(failed["o-42"], "id cancelled: submit") {
+		t.Errorf("failed %v, want the reuse refused", failed)
 	}
 }

@@ -70,8 +70,26 @@ const (
 // TaskState is the answer of State.
 type TaskState struct {
 	Phase Phase
-	At    int64 // the current due time, unix ms; 0 for PhaseUnknown
+	// At is the current due time, unix ms; 0 for PhaseUnknown, and for a
+	// name cancelled by id alone of which no task was ever stored.
+	At int64
+	// CancelledByID is the record time (unix ms) of the cancel by id alone
+	// that cancelled the name (PhaseCancelled); 0 when none, or when its
+	// id row was written before that time was kept.
+	CancelledByID int64
+	// BlockedUntil is when that cancel stops blocking the name (unix ms):
+	// a submit or replace of it recorded before then is refused ("id
+	// cancelled"). 0 when CancelledByID is.
+	BlockedUntil int64
+	// Reused: At is the due time of a submit recorded after the cancel by
+	// id alone (refused, or cancelled by it when ingest stored it before it
+	// read the cancel), not of the task the cancel was meant for.
+	Reused bool
 }
+
+// DefaultCancelBlock is how long a cancel by id alone blocks its name
+// with delayd's defaults: DefaultMaxDelay + 7 days of retention.
+const DefaultCancelBlock = DefaultMaxDelay + 7*24*time.Hour
 
 // StateReader is what State reads: the task rows and the id rows.
 type StateReader interface {
@@ -81,8 +99,16 @@ type StateReader interface {
 
 // State looks up the task named name: its id row, then its task row at the
 // current due time (a cancel by id and due time marks only that row). An
-// error is an outage of the store, never "unknown".
+// error is an outage of the store, never "unknown". A cancel by id alone
+// is dated with delayd's defaults (DefaultCancelBlock); StateWith takes
+// the block of its --max-delay + --retention.
 func State(ctx context.Context, s StateReader, name string, now time.Time) (TaskState, error) {
+	return StateWith(ctx, s, name, now, DefaultCancelBlock)
+}
+
+// StateWith is State for a delayd whose cancel by id alone blocks its
+// name for block (--max-delay + --retention).
+func StateWith(ctx context.Context, s StateReader, name string, now time.Time, block time.Duration) (TaskState, error) {
 	id := TaskID(name)
 	st, err := s.GetIDs(ctx, []uint64{id})
 	if err != nil {
@@ -91,7 +117,9 @@ func State(ctx context.Context, s StateReader, name string, now time.Time) (Task
 	due := st[0].Due()
 	switch {
 	case st[0].Cancelled:
-		return TaskState{Phase: PhaseCancelled, At: due}, nil
+		return TaskState{Phase: PhaseCancelled, At: due, CancelledByID: st[0].CancelRecorded,
+			BlockedUntil: st[0].BlockEnd(block),
+			Reused:       st[0].CancelRecorded != 0 && st[0].SubmitRecorded > st[0].CancelRecorded}, nil
 	case due == 0:
 		return TaskState{Phase: PhaseUnknown}, nil
 	}

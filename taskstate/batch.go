@@ -39,6 +39,12 @@ type Config struct {
 	// RescheduleGrace is how long a reschedule of an id with no stored
 	// task waits for the task (ingest.Config.RescheduleGrace).
 	RescheduleGrace time.Duration
+	// CancelBlock is how long a cancel by id alone blocks its id after
+	// its record time: --max-delay + --retention, as long as the op flag
+	// and the d:x cell that carry it live. 0: for ever (the stores' TTLs
+	// end it). It bounds the block exactly (see Blocks) and dates the
+	// refusal of a submit that reuses the id (CancelledReason).
+	CancelBlock time.Duration
 }
 
 // Batch is the ops of a batch grouped by id: the id-row cells step 1
@@ -196,8 +202,12 @@ func Decide(b *Batch, states []State, now int64, cfg Config) *Plan {
 	p := &Plan{Skip: map[int]bool{}, Refused: map[int]string{}}
 	for k, id := range b.IDs {
 		st, idx := states[k], b.byID[k]
-		if st.Cancelled {
-			p.cancelled(b.ops, id, st, idx)
+		var last int64 // the id's latest op in the batch: a re-read decides the same
+		for _, i := range idx {
+			last = max(last, b.ops[i].Recorded)
+		}
+		if st.Blocks(last, cfg.CancelBlock) {
+			p.cancelled(b.ops, id, st, idx, cfg)
 			continue
 		}
 		p.pending(b.ops, id, st, idx, now, cfg)
@@ -214,22 +224,27 @@ func Decide(b *Batch, states []State, now int64, cfg Config) *Plan {
 
 // cancelled: an id cancelled by id alone marks its rows (current due
 // time, the reschedule's time) and every submit of the batch, and refuses
-// its reschedules.
-func (p *Plan) cancelled(ops []Op, id uint64, st State, idx []int) {
+// its reschedules. A submit or replace recorded after the cancel reuses
+// the id (Reuses): it is refused too, with the block's end; one recorded
+// before it is the task the cancel was meant for (the cancel overtook it
+// from another partition) and is stored cancelled, silently.
+func (p *Plan) cancelled(ops []Op, id uint64, st State, idx []int, cfg Config) {
 	for _, i := range idx {
 		switch o := ops[i]; o.Kind {
 		case Submit:
 			p.Skip[i] = true
 			p.Markers = append(p.Markers, Mark{o.ID, o.Name, o.At})
+			if st.Reuses(o) {
+				p.Refused[i] = CancelledReason("submit", o.Name, st.CancelRecorded, st.BlockEnd(cfg.CancelBlock))
+			}
 		case Reschedule:
 			p.Refused[i] = fmt.Sprintf("reschedule: delay-id %q is cancelled", o.Name)
 		case Replace:
 			p.Skip[i] = true
 			p.Markers = append(p.Markers, Mark{o.row(), o.Name, o.At})
-			if st.CancelRecorded > o.Recorded {
-				continue // the cancel came after it: the replace is cancelled, not refused
+			if st.Reuses(o) {
+				p.Refused[i] = CancelledReason("replace", o.Name, st.CancelRecorded, st.BlockEnd(cfg.CancelBlock))
 			}
-			p.Refused[i] = fmt.Sprintf("replace: delay-id %q is cancelled by id (an id cancelled by id alone is not reused within --max-delay + --retention)", o.Name)
 		}
 	}
 	name := ops[idx[0]].Name

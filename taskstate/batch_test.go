@@ -146,7 +146,7 @@ func TestDecideReplace(t *testing.T) {
 	})
 	t.Run("a replace after a cancel by id is refused, one before it cancelled", func(t *testing.T) {
 		p := decide(State{Cancelled: true, CancelRecorded: now - 2*sec}, now, replace(now-sec, to))
-		if !p.Skip[0] || !strings.Contains(p.Refused[0], "is cancelled by id") {
+		if !p.Skip[0] || !strings.HasPrefix(p.Refused[0], `id cancelled: replace of delay-id "a" refused`) {
 			t.Errorf("plan %+v, want the replace refused", p)
 		}
 		p = decide(State{Cancelled: true, CancelRecorded: now}, now, replace(now-sec, to))
@@ -160,6 +160,63 @@ func TestDecideReplace(t *testing.T) {
 		v := VersionID(1, now-sec)
 		if !p.Skip[0] || len(p.Copies) != 1 || p.Copies[0].ID != v || p.Copies[0].To != to || !marked(p, v, due+5*sec) {
 			t.Errorf("plan %+v, want the replace copied to the reschedule's time", p)
+		}
+	})
+}
+
+// TestDecideReuse: a cancel by id alone blocks its id; a submit or replace
+// recorded after it reuses the id and is refused with the block's end, one
+// recorded before it is the task it overtook and is cancelled silently.
+func TestDecideReuse(t *testing.T) {
+	const (
+		now   = int64(1_000_000_000_000)
+		due   = now + 60_000
+		sec   = int64(1000)
+		block = time.Hour
+	)
+	cfg := Config{RescheduleGrace: 30 * time.Second, CancelBlock: block}
+	cancelled := State{Cancelled: true, CancelRecorded: now - 10*sec}
+	end := formatTime(now - 10*sec + block.Milliseconds())
+	op := func(k Kind, rec int64) Op { return Op{ID: 1, Name: "o-42", Kind: k, At: due, Recorded: rec} }
+	cases := []struct {
+		name    string
+		st      State
+		op      Op
+		refused string // prefix of the refusal, "" none
+		marked  bool   // the op's row gets the cancel marker
+	}{
+		{"a submit recorded after the cancel is refused", cancelled, op(Submit, now),
+			`id cancelled: submit of delay-id "o-42" refused: the id was cancelled by id alone at ` + formatTime(now-10*sec) + ` and a task submitted with it after the cancel is refused until ` + end, true},
+		{"a submit recorded before the cancel is cancelled silently", cancelled, op(Submit, now-20*sec), "", true},
+		{"a submit recorded at the cancel's millisecond is its task", cancelled, op(Submit, now-10*sec), "", true},
+		{"a replace recorded after the cancel is refused", cancelled, op(Replace, now),
+			`id cancelled: replace of delay-id "o-42" refused`, true},
+		{"a submit after the block's end is stored", cancelled, op(Submit, now-10*sec+block.Milliseconds()), "", false},
+		{"a submit just before the block's end is refused", cancelled, op(Submit, now-10*sec+block.Milliseconds()-1), "id cancelled: submit", true},
+		{"a row without d:xr never refuses a submit", State{Cancelled: true}, op(Submit, now), "", true},
+		{"an id not cancelled takes the submit", State{}, op(Submit, now), "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := Begin([]Op{c.op}, func(int) bool { return false })
+			p := Decide(b, []State{c.st.Apply(b.Writes[0])}, now, cfg)
+			got := p.Refused[0]
+			if c.refused == "" && got != "" || !strings.HasPrefix(got, c.refused) {
+				t.Errorf("refused %q, want %q…", got, c.refused)
+			}
+			if m := slices.Contains(p.Markers, Mark{c.op.row(), "o-42", due}); m != c.marked || p.Skip[0] != c.marked {
+				t.Errorf("marked %v, skipped %v, want %v", m, p.Skip[0], c.marked)
+			}
+		})
+	}
+	t.Run("a re-read decides the same, whenever it is read", func(t *testing.T) {
+		o := op(Submit, now-10*sec+block.Milliseconds()-1)
+		for _, at := range []int64{now, now + 2*block.Milliseconds()} {
+			b := Begin([]Op{o}, func(int) bool { return false })
+			p := Decide(b, []State{cancelled.Apply(b.Writes[0])}, at, cfg)
+			if _, ok := p.Refused[0]; !ok {
+				t.Errorf("read at %d: not refused", at)
+			}
 		}
 	})
 }

@@ -84,8 +84,8 @@
 //     replace then goes to the reschedule's time) or while the replace is
 //     written but not carried out (it waits in d:r for it).
 //   - A replace of an id with no task stored is a submit.
-//   - A replace of an id cancelled by id alone before it is refused; one
-//     cancelled after it (d:xr) is cancelled, not refused.
+//   - A replace of an id cancelled by id alone before it is refused ("id
+//     cancelled"); one cancelled after it (d:xr) is cancelled, not refused.
 //   - A replaced series stops (State.Over).
 //
 // Replaces of one id are ordered by record time, not by partition, when
@@ -120,10 +120,18 @@
 //     task that comes through delay-input-slow, outside the hold, later
 //     than the check may be moved after the reschedule was reported.
 //   - A cancel by id alone is kept: d:x stays for MaxDelay + Retention
-//     (the op flag as long), and every task of the id submitted in that
-//     time is stored cancelled, whether the cancel came first or not.
-//     This is what makes a cancel that overtakes its task work; an id once
-//     cancelled is not reused within that time.
+//     (the op flag as long; Config.CancelBlock after its record time d:xr
+//     bounds it exactly, see State.Blocks), and no task of the id is
+//     delivered in that time. Record times tell the two kinds of submit
+//     apart (State.Reuses): one recorded before the cancel (or at its
+//     millisecond) is the task the cancel overtook (another partition)
+//     and is stored cancelled, silently; one recorded after it reuses the
+//     id and is refused (CancelledReason: "id cancelled: …", with the
+//     block's end), as is a replace not recorded before it. A re-read
+//     decides the same (the block is judged by record time, not by when
+//     ingest reads the message). A reuse that ingest stores before it
+//     reads the cancel (the cancel's partition behind) is cancelled by it
+//     silently: it was not blocked when it was stored.
 //
 // # Invariants
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,6 +19,10 @@ import (
 const (
 	grace  = 30 * time.Second
 	margin = 5 * time.Second // around a grace's end, either outcome is right
+	// block is how long a cancel by id alone blocks its id here
+	// (--max-delay + --retention in delayd): short, so that a submit
+	// after its end is in the run.
+	block = 3 * time.Minute
 )
 
 type rowKey struct {
@@ -39,6 +44,12 @@ type world struct {
 	series  map[uint64]int64 // recurring ids: first due time
 	checks  map[uint64]int   // check rows: the reschedule's message number
 	sent    map[uint64][]sent
+	// step counts Decides and cancel cells, to order them: cancelled is
+	// the step at which each id's cancel by id first wrote its cell,
+	// first the step of each message's first Decide.
+	step      int
+	cancelled map[uint64]int
+	first     map[int]int
 }
 
 // sent is a delivery: which due time, when.
@@ -151,6 +162,10 @@ func (w *world) handle(batch []msg, now int64, crash int) bool {
 	}
 	for _, wr := range b.Writes {
 		w.ids[wr.ID] = w.ids[wr.ID].Apply(wr)
+		if _, ok := w.cancelled[wr.ID]; !ok && wr.Cancel {
+			w.step++
+			w.cancelled[wr.ID] = w.step
+		}
 		if _, ok := w.written[wr.ID]; !ok && (wr.Submitted != 0 || wr.Replacing != 0) {
 			w.written[wr.ID] = now
 		}
@@ -171,7 +186,13 @@ func (w *world) handle(batch []msg, now int64, crash int) bool {
 			states[k] = w.ids[id]
 		}
 	}
-	p := Decide(b, states, now, Config{RescheduleGrace: grace})
+	p := Decide(b, states, now, Config{RescheduleGrace: grace, CancelBlock: block})
+	w.step++
+	for _, m := range batch {
+		if _, ok := w.first[m.n]; !ok {
+			w.first[m.n] = w.step
+		}
+	}
 	var rows []Row
 	for _, m := range p.Moves {
 		for _, at := range []int64{m.From, m.To} {
@@ -260,6 +281,7 @@ const (
 	scReplace              // submit, replace (same due time or not), maybe a reschedule after the replace
 	scReplaceNew           // replace of an id never submitted: a submit
 	scReplaceCancel        // submit, replace, cancel by id alone before or after the replace
+	scReuse                // cancel by id alone, a submit of the id within the block or after its end
 	scenarios
 )
 
@@ -278,6 +300,8 @@ type idCase struct {
 	rep         int   // the replace's message number, -1 none
 	repRec      int64 // its record time
 	repAt       int64 // its due time
+	cancelRec   int64 // the cancel by id alone's record time, 0 none
+	submitRec   int64 // the submit's record time
 }
 
 // expect is what the user should see delivered of the id: its reschedule
@@ -289,6 +313,9 @@ func (c idCase) expect(resFailed bool) []rowKey {
 	switch {
 	case c.kind == scPlain || c.kind == scStale:
 		return own(c.due)
+	case c.kind == scReuse && c.cancelRec+block.Milliseconds() <= c.submitRec:
+		return own(c.due) // the block was over
+
 	case c.kind == scResched && resFailed:
 		return own(c.due)
 	case c.kind == scResched:
@@ -341,6 +368,7 @@ func (s *sim) replace(c *idCase, sub Op, t0 int64) {
 			at++
 		}
 		c.cancel = s.produceOn(cancel, at, part)
+		c.cancelRec = at
 	case s.rng.IntN(3) == 0:
 		c.to = c.repAt + (1+s.rng.Int64N(100))*1000
 		// on either partition: the client keys a replace by its business key
@@ -370,10 +398,18 @@ func (s *sim) generate(ids int) {
 			s.produce(Op{ID: c.id, Name: name, Kind: CancelAt, At: c.due}, t0+s.rng.Int64N(20000)-10000)
 		case scCancelID:
 			c.submit = s.produce(sub, t0)
-			s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, t0+s.rng.Int64N(20000)-10000)
+			c.cancelRec = t0 + s.rng.Int64N(20000) - 10000
+			c.cancel = s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, c.cancelRec)
 		case scCancelFirst:
-			s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, t0)
+			c.cancelRec = t0
+			c.cancel = s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, t0)
 			c.submit = s.produce(sub, t0+(time.Minute+time.Duration(s.rng.IntN(60))*time.Second).Milliseconds())
+		case scReuse:
+			// the cancel and the submit on either partition, the submit
+			// within the block or up to a minute after its end
+			c.cancelRec = t0
+			c.cancel = s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, t0)
+			c.submit = s.produce(sub, t0+(block-time.Minute+time.Duration(s.rng.IntN(120))*time.Second).Milliseconds())
 		case scResched:
 			c.submit = s.produce(sub, t0)
 			c.res = s.produce(Op{ID: c.id, Name: name, Kind: Reschedule, At: c.to}, t0+s.rng.Int64N(20000)-10000)
@@ -387,10 +423,14 @@ func (s *sim) generate(ids int) {
 			c.submit = s.produce(Op{ID: c.id, Name: name, Kind: Submit, At: c.due}, t0)
 			s.w.series[c.id] = c.due
 			if s.rng.IntN(2) == 0 {
-				c.cancel = s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, t0+s.rng.Int64N(90_000))
+				c.cancelRec = t0 + s.rng.Int64N(90_000)
+				c.cancel = s.produce(Op{ID: c.id, Name: name, Kind: CancelID}, c.cancelRec)
 			}
 		case scReplace, scReplaceNew, scReplaceCancel:
 			s.replace(&c, sub, t0)
+		}
+		if c.submit >= 0 {
+			c.submitRec = s.msgs[c.submit].Recorded
 		}
 		s.cases = append(s.cases, c)
 	}
@@ -442,6 +482,7 @@ func (s *sim) check() []string {
 	var errs []string
 	failed := func(n int) bool { _, ok := s.w.failed[n]; return n >= 0 && ok }
 	for _, c := range s.cases {
+		errs = append(errs, s.checkReuse(c)...)
 		if c.kind == scSeries {
 			errs = append(errs, s.checkSeries(c)...)
 			continue
@@ -478,11 +519,31 @@ func (s *sim) check() []string {
 		case ok && failed(c.res) && written < graceEnd-margin.Milliseconds():
 			errs = append(errs, fmt.Sprintf("id %d (scenario %d): reschedule failed though its task came within its grace (written %d, grace end %d): %s", c.id, c.kind, written, graceEnd, s.w.failed[c.res]))
 		}
-		if c.submit >= 0 && failed(c.submit) {
-			errs = append(errs, fmt.Sprintf("id %d (scenario %d): submit failed: %s", c.id, c.kind, s.w.failed[c.submit]))
-		}
 	}
 	return errs
+}
+
+// checkReuse: a submit fails only when it reuses an id cancelled by id
+// alone (recorded after the cancel, before the block's end), and then
+// whenever ingest first decided it after the cancel's cell was written;
+// one recorded before the cancel (the task the cancel overtook) never
+// fails.
+func (s *sim) checkReuse(c idCase) []string {
+	if c.submit < 0 {
+		return nil
+	}
+	text, failed := s.w.failed[c.submit]
+	reuse := c.cancelRec != 0 && c.submitRec > c.cancelRec && c.submitRec < c.cancelRec+block.Milliseconds()
+	written, ok := s.w.cancelled[c.id]
+	switch {
+	case failed && !reuse:
+		return []string{fmt.Sprintf("id %d (scenario %d): submit recorded at %d failed (cancel by id at %d): %s", c.id, c.kind, c.submitRec, c.cancelRec, text)}
+	case reuse && !failed && ok && s.w.first[c.submit] > written:
+		return []string{fmt.Sprintf("id %d (scenario %d): submit reusing an id cancelled by id (cancel at %d, submit at %d) decided after the cancel not refused", c.id, c.kind, c.cancelRec, c.submitRec)}
+	case failed && !strings.HasPrefix(text, "id cancelled: submit of delay-id"):
+		return []string{fmt.Sprintf("id %d: submit refused for another reason: %s", c.id, text)}
+	}
+	return nil
 }
 
 var modelSeed = flag.Uint64("model.seed", 0, "first seed of TestModel (0: from the clock)")
@@ -529,7 +590,8 @@ func TestModel(t *testing.T) {
 			rng: rand.New(rand.NewPCG(seed, 0)),
 			w: &world{rows: map[rowKey]row{}, index: map[rowKey]bool{}, ids: map[uint64]State{},
 				flags: map[uint64]bool{}, failed: map[int]string{}, decided: map[int]int64{}, written: map[uint64]int64{},
-				series: map[uint64]int64{}, sent: map[uint64][]sent{}, checks: map[uint64]int{}},
+				series: map[uint64]int64{}, sent: map[uint64][]sent{}, checks: map[uint64]int{},
+				cancelled: map[uint64]int{}, first: map[int]int{}},
 			now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
 		}
 		s.generate(8)

@@ -1,5 +1,10 @@
 package taskstate
 
+import (
+	"fmt"
+	"time"
+)
+
 // State is what the id row of a task name holds: the id → due-time lookup
 // that the ops by id need. Every field is zero when the row does not
 // exist. payload.IDState is this type.
@@ -65,6 +70,47 @@ func (s State) moving() int64 {
 		return 0
 	}
 	return s.Moving
+}
+
+// Blocks reports whether a cancel by id alone blocks the name for a
+// message recorded at rec (unix ms): d:x is set and, with a block length,
+// its record time d:xr is less than block before rec. Judged by record
+// time, not by when ingest reads the message, so that a re-read decides
+// the same. A row written before d:xr was kept has no end but the stores'
+// TTLs.
+func (s State) Blocks(rec int64, block time.Duration) bool {
+	end := s.BlockEnd(block)
+	return s.Cancelled && (end == 0 || rec < end)
+}
+
+// BlockEnd returns when the cancel by id alone of the name stops blocking
+// it, unix ms: its record time + block; 0 when unknown (no cancel by id,
+// a row without d:xr, or no block length).
+func (s State) BlockEnd(block time.Duration) int64 {
+	if !s.Cancelled || s.CancelRecorded == 0 || block <= 0 {
+		return 0
+	}
+	return s.CancelRecorded + min(block, maxBlock).Milliseconds()
+}
+
+// maxBlock caps a block's length, so that the sum stays an int64 (the op
+// flag's TTL saturates as well, zset.MaxFlagTTL).
+const maxBlock = 100 * 365 * 24 * time.Hour
+
+// Reuses reports whether op o of a name cancelled by id alone reuses the
+// name: a submit recorded after the cancel (d:xr), or a replace not
+// recorded before it. Such an op is refused (CancelledReason); a submit
+// recorded before the cancel, or at the same millisecond, is the task the
+// cancel was meant for and is stored cancelled. A submit of a row written
+// before d:xr was kept is never a reuse.
+func (s State) Reuses(o Op) bool {
+	switch o.Kind {
+	case Submit:
+		return s.CancelRecorded != 0 && o.Recorded > s.CancelRecorded
+	case Replace:
+		return s.CancelRecorded <= o.Recorded
+	}
+	return false
 }
 
 // Due returns the task's current due time, 0 when no task of the name is
@@ -135,4 +181,20 @@ func (s State) Apply(w Write) State {
 	}
 	s.Cancelled = s.Cancelled || w.Cancel
 	return s
+}
+
+// CancelledReason is the delay-error of a submit or replace (op) of name
+// refused because a cancel by id alone recorded at cancelled (unix ms)
+// blocks the name until end (0: unknown). It starts with "id cancelled",
+// the reason to filter delay-failed by.
+func CancelledReason(op, name string, cancelled, end int64) string {
+	at, until := "an unknown time", "--max-delay + --retention after the cancel"
+	if cancelled != 0 {
+		at = formatTime(cancelled)
+	}
+	if end != 0 {
+		until = fmt.Sprintf("%s (%s)", formatTime(end), until)
+	}
+	return fmt.Sprintf("id cancelled: %s of delay-id %q refused: the id was cancelled by id alone at %s and a task submitted with it after the cancel is refused until %s",
+		op, name, at, until)
 }

@@ -53,7 +53,9 @@ func testIDRows(t *testing.T, s payload.Store, w window) {
 		want payload.TaskState
 	}{
 		{a.Name, payload.TaskState{Phase: payload.PhasePending, At: a.ExecAt}},
-		{c.Name, payload.TaskState{Phase: payload.PhaseCancelled}},
+		// cancelled by id alone, no task ever stored: no due time, the block dated
+		{c.Name, payload.TaskState{Phase: payload.PhaseCancelled, CancelledByID: 555,
+			BlockedUntil: 555 + payload.DefaultCancelBlock.Milliseconds()}},
 		{"never-" + a.Name, payload.TaskState{Phase: payload.PhaseUnknown}},
 	} {
 		got, err := payload.State(ctx(t), ids, st.name, time.UnixMilli(int64(w)))
@@ -63,6 +65,9 @@ func testIDRows(t *testing.T, s payload.Store, w window) {
 		if got != st.want {
 			t.Errorf("State(%s) = %+v, want %+v", st.name, got, st.want)
 		}
+	}
+	if got, _ := payload.StateWith(ctx(t), ids, c.Name, time.UnixMilli(int64(w)), time.Hour); got.BlockedUntil != 555+time.Hour.Milliseconds() {
+		t.Errorf("StateWith(%s, 1h) = %+v, want blocked until %d", c.Name, got, 555+time.Hour.Milliseconds())
 	}
 	put(t, s, cancelOf(a))
 	if got, _ := payload.State(ctx(t), ids, a.Name, time.UnixMilli(int64(w))); got.Phase != payload.PhaseCancelled {

@@ -31,6 +31,25 @@ type inspection struct {
 	Pending   bool     `json:"pending"`
 	State     string   `json:"state,omitempty"` // without --at: from the id row
 	Zset      string   `json:"zset"`
+	// Cancelled by id alone (without --at): the cancel's time, until when
+	// it blocks the id (a submit of it is refused), how that end is known,
+	// and what the due time is of ("none: …" when no task was stored).
+	CancelledByID string `json:"cancelled_by_id_at,omitempty"`
+	BlockedUntil  string `json:"blocked_until,omitempty"`
+	BlockedBy     string `json:"blocked_until_from,omitempty"`
+	Task          string `json:"task,omitempty"`
+}
+
+// setBlock records b in in.
+func (in *inspection) setBlock(b *idBlock) {
+	if b == nil {
+		return
+	}
+	in.CancelledByID, in.BlockedUntil, in.Task = b.Cancelled, payload.FormatTime(b.Until.UnixMilli()), b.Task
+	in.BlockedBy = "delayd's default --max-delay + --retention after the cancel (--api gives delayd's own)"
+	if b.Exact {
+		in.BlockedBy = "delayd's API"
+	}
 }
 
 type header struct {
@@ -54,7 +73,11 @@ not yet delivered; with --api (or DELAYQ_API) it asks delayd's HTTP API
 instead, which also answers in embedded mode. Without --at it looks the task's current due time up in
 its id row (tasks submitted since ids are tracked: cancel by id and
 reschedule) and reports its state: pending, cancelled or
-delivered-or-expired. It exits with 1 when there is no row.`,
+delivered-or-expired. An id cancelled by id alone also shows the cancel's
+time and until when it blocks the id (a submit of it is refused): from
+delayd's API with --api, else with delayd's default --max-delay and
+--retention. It exits with 1 when there is no row, except for an id
+cancelled by id alone of which no task was stored (said so).`,
 		Example: `  delayctl inspect --id reminder-42
   delayctl inspect --id reminder-42 --at 2030-01-02T15:04:05Z
   delayctl inspect --id 1871234567890123456 --at 1893596645000 --json`,
@@ -88,6 +111,7 @@ delivered-or-expired. It exits with 1 when there is no row.`,
 
 			ref := payload.Ref{ID: payload.TaskID(id), ExecAt: at.ms()}
 			var state string
+			var block *idBlock
 			if !cmd.Flags().Changed("at") {
 				st, err := payload.State(ctx, store, id, sys.Now())
 				if err != nil {
@@ -97,6 +121,7 @@ delivered-or-expired. It exits with 1 when there is no row.`,
 					return fmt.Errorf("no task with id %q in table %s (give --at for a task stored before ids were tracked)", id, g.table)
 				}
 				ref.ExecAt, state = st.At, string(st.Phase)
+				block = blockOf(st)
 			}
 			rows, err := store.Get(ctx, []payload.Ref{ref})
 			if err != nil {
@@ -113,6 +138,7 @@ delivered-or-expired. It exits with 1 when there is no row.`,
 				RowKey:  hex.EncodeToString(payload.RowKey(g.salts, ref)),
 				Pending: pending, Zset: ix.Key(e), State: state,
 			}
+			in.setBlock(block)
 			if t := rows[0]; t != nil {
 				in.Stored, in.Topic, in.Cancelled, in.Payload = true, t.Topic, t.Cancel, len(t.Value)
 				if t.Key != nil {
@@ -144,7 +170,10 @@ func (in inspection) report(w io.Writer, asJSON bool) error {
 	} else {
 		in.print(w)
 	}
-	if !in.Stored {
+	switch {
+	case !in.Stored && in.BlockedUntil != "" && in.ExecAt == 0:
+		return nil // an id cancelled by id alone with no task: known, and said so
+	case !in.Stored:
 		return fmt.Errorf("no row for id %q due %s in table %s", in.ID, in.Due, in.Table)
 	}
 	return nil
@@ -153,9 +182,18 @@ func (in inspection) report(w io.Writer, asJSON bool) error {
 func (in inspection) print(w io.Writer) {
 	line := func(k, format string, args ...any) { fmt.Fprintf(w, "%-10s %s\n", k, fmt.Sprintf(format, args...)) }
 	line("id", "%s (internal id %s)", in.ID, in.ID64)
-	line("due", "%s", formatTime(in.ExecAt))
+	if in.ExecAt == 0 && in.BlockedUntil != "" {
+		line("due", "(none: no task with this id was stored)")
+	} else {
+		line("due", "%s", formatTime(in.ExecAt))
+	}
 	if in.State != "" {
 		line("state", "%s", in.State)
+	}
+	if in.BlockedUntil != "" {
+		line("cancelled", "by id alone at %s", in.CancelledByID)
+		line("blocked", "until %s (from %s): a submit or replace of this id before then is refused", in.BlockedUntil, in.BlockedBy)
+		line("task", "%s", in.Task)
 	}
 	if in.RowKey == "" {
 		line("row", "%s", in.Table)

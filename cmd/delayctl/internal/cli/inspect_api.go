@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/find"
@@ -22,8 +23,11 @@ func inspectAPI(ctx context.Context, c *apiClient, id string, at int64, hasAt bo
 	in := inspection{ID: id, ID64: strconv.FormatUint(ref.ID, 10), Table: "(through the API at " + c.base.Host + ")"}
 	if !hasAt {
 		var st struct {
-			State string `json:"state"`
-			AtMs  int64  `json:"at_ms"`
+			State     string `json:"state"`
+			AtMs      int64  `json:"at_ms"`
+			Cancelled string `json:"cancelled_by_id_at"`
+			Until     int64  `json:"blocked_until_ms"`
+			Task      string `json:"task"`
 		}
 		if err := c.get(ctx, "/v1/tasks/"+url.PathEscape(id), nil, &st); err != nil {
 			if errors.Is(err, errAPINotFound) {
@@ -32,6 +36,13 @@ func inspectAPI(ctx context.Context, c *apiClient, id string, at int64, hasAt bo
 			return in, err
 		}
 		ref.ExecAt, in.State = st.AtMs, st.State
+		if st.Until != 0 {
+			in.setBlock(&idBlock{Cancelled: st.Cancelled, Until: time.UnixMilli(st.Until), Exact: true, Task: st.Task})
+		}
+		if ref.ExecAt == 0 && in.BlockedUntil != "" {
+			in.Due = payload.FormatTime(0)
+			return in, nil // no task stored: nothing to list
+		}
 	}
 	in.ExecAt, in.Due = ref.ExecAt, payload.FormatTime(ref.ExecAt)
 	q := url.Values{"state": {string(find.StateAny)}, "from": {strconv.FormatInt(ref.ExecAt, 10)},

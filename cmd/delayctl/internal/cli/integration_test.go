@@ -603,3 +603,34 @@ func headerValue(m kafka.Message, key string) string {
 	}
 	return ""
 }
+
+// TestSubmitBlockedIDHBase: without --api, submit looks --id up in HBase's
+// id row: an id a cancel by id alone blocks is refused before Kafka (the
+// end dated with delayd's defaults), inspect shows the block; with HBase
+// unreachable submit warns and sends.
+func TestSubmitBlockedIDHBase(t *testing.T) {
+	s := newStack(t, 4)
+	s.init()
+	input, slow := "dqtest-ctl-in-"+s.suffix, "dqtest-ctl-slow-"+s.suffix
+	s.topics(input, slow)
+	id := "o-42-" + s.suffix
+	cancelled := time.Now().Add(-time.Minute).UnixMilli()
+	if err := s.store().PutIDs(t.Context(), []payload.IDWrite{{ID: payload.TaskID(id), Name: id, Cancel: true, CancelRecorded: cancelled}}); err != nil {
+		t.Fatal(err)
+	}
+	until := payload.FormatTime(cancelled + payload.DefaultCancelBlock.Milliseconds())
+	args := []string{"submit", "--topic", "orders", "--input-topic", input, "--slow-topic", slow, "--id", id, "--after", "5s", "v"}
+	_, errOut, code := s.run("", args...)
+	if code != ExitFailure || !strings.Contains(errOut, "id cancelled: submit of id") || !strings.Contains(errOut, "blocked until "+until) ||
+		!strings.Contains(errOut, "delayd's default --max-delay and --retention") {
+		t.Errorf("submit of a blocked id: exit %d, %q", code, errOut)
+	}
+	out := s.ok("", "inspect", "--id", id)
+	if !strings.Contains(out, "due        (none: no task with this id was stored)") || !strings.Contains(out, "blocked    until "+until) {
+		t.Errorf("inspect of the blocked id:\n%s", out)
+	}
+	out, errOut, code = s.run("", append(args[:len(args)-1:len(args)-1], "--hbase-zk", "127.0.0.1:1", "v")...)
+	if code != 0 || !strings.Contains(errOut, "warning: id "+strconv.Quote(id)+" not checked") || !strings.Contains(out, "id     "+id) {
+		t.Errorf("submit with HBase unreachable: exit %d, stdout %q, stderr %q; want a warning and the task sent", code, out, errOut)
+	}
+}

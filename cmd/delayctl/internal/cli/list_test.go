@@ -28,12 +28,11 @@ func (s memStates) List(ctx context.Context, q find.Query) (find.Page, error) {
 	return find.List(ctx, s.m, q, testNow)
 }
 
-// apiServer serves the HTTP API over a memory store holding tasks, with
-// token.
-func apiServer(t *testing.T, token string, tasks ...payload.Task) string {
+// apiServer serves the HTTP API over a memory store holding tasks and the
+// id-row writes ids (after the tasks' own), with token.
+func apiServer(t *testing.T, token string, ids []payload.IDWrite, tasks ...payload.Task) string {
 	t.Helper()
 	m := payload.NewMemory()
-	var ids []payload.IDWrite
 	for _, tk := range tasks {
 		ids = append(ids, payload.IDWrite{ID: tk.ID, Name: tk.Name, Submitted: tk.ExecAt})
 	}
@@ -67,7 +66,7 @@ func TestListAndInspectThroughAPI(t *testing.T) {
 		tasks = append(tasks, payload.Task{ID: payload.TaskID(name), Name: name, Topic: "orders", ExecAt: at + int64(i%7),
 			Key: []byte(name), Value: []byte("hello"), Headers: []kafka.Header{{Key: "trace", Value: []byte("t1")}}})
 	}
-	url := apiServer(t, token, tasks...)
+	url := apiServer(t, token, nil, tasks...)
 	env := map[string]string{"DELAYQ_API": url, "DELAYQ_API_TOKEN": token}
 
 	out, errOut, code := run(t, env, "", "list", "--all", "--json", "--limit", "40")

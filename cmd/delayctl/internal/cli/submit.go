@@ -107,7 +107,8 @@ func newReplace(sys *IO, g *globals) *cobra.Command {
 the task with this id, whichever of the two it reads first. The old task is
 never delivered; the new one is delivered once, at its own due time. A
 replace of an id with no task stored acts as a submit; one of an id
-cancelled by id alone goes to delay-failed. It takes submit's flags, --id
+cancelled by id alone goes to delay-failed, and delayctl refuses it first
+when it sees the block (see submit: --api, HBase, --id-check). It takes submit's flags, --id
 required, and no recurrence (--every, --cron …).`
 	cmd.Flags().Lookup("id").Usage = "id of the task to replace (required)"
 	cmd.Example = `  delayctl replace --id reminder-42 --topic orders --after 2h '{"remind":"pay now"}'
@@ -123,6 +124,8 @@ func taskCommand(sys *IO, g *globals, replace bool) *cobra.Command {
 		count                int
 		headers              []string
 		cf                   clientFlags
+		api                  apiFlag
+		idCheck              bool
 	)
 	at := &timeValue{now: sys.Now, due: "--at"}
 	after := &durationValue{name: "--after"}
@@ -134,7 +137,15 @@ func taskCommand(sys *IO, g *globals, replace bool) *cobra.Command {
 		Long: `submit writes a task to delayq's input (delay-input-slow when it is due more
 than an hour ahead). The value is the argument, the contents of --file, or
 stdin. It prints the task id (generated unless --id is given) and the due
-time: cancel and inspect take both.`,
+time: cancel and inspect take both.
+
+With --id it first looks the id up (through delayd's API with --api, else
+in HBase's id row) and refuses, exit 1, an id that a cancel by id alone
+still blocks: delayd would refuse the task into delay-failed ("id
+cancelled"), which delayctl, writing to Kafka, cannot see. Without --api
+the block's end is dated with delayd's default --max-delay and
+--retention. When HBase cannot be reached it warns and submits; a cancel
+by id still on its way in delay-input is not seen either.`,
 		Example: `  delayctl submit --topic orders --after 10m --key order-42 -H trace=abc '{"remind":"pay"}'
   delayctl submit --topic orders --at 2030-01-02T15:04:05Z --id reminder-42 --file payload.json
   echo hello | delayctl submit --topic greetings --after 90s
@@ -203,6 +214,15 @@ time: cancel and inspect take both.`,
 				return usagef("%s", strings.TrimPrefix(err.Error(), delayq.ErrInvalid.Error()+": "))
 			}
 			ctx := cmd.Context()
+			if id != "" && idCheck {
+				op := "submit"
+				if replace {
+					op = "replace"
+				}
+				if err := checkID(ctx, sys, g, &api, id, op); err != nil {
+					return err
+				}
+			}
 			if err := g.checkKafka(ctx); err != nil {
 				return err
 			}
@@ -237,6 +257,9 @@ time: cancel and inspect take both.`,
 		fs.IntVar(&count, "count", 0, "at most this many occurrences (default: no limit)")
 	}
 	cf.register(cmd, !replace)
+	api.register(cmd)
+	fs.Lookup("api").Usage = "look --id up through delayd's HTTP API at this URL or host:port instead of HBase before sending (the task still goes to Kafka); the token comes from " + apiTokenVar
+	fs.BoolVar(&idCheck, "id-check", true, "with --id, refuse an id that a cancel by id alone still blocks (looked up through --api, else HBase); false: send without looking")
 	return cmd
 }
 
