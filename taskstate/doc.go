@@ -131,7 +131,11 @@
 //     decides the same (the block is judged by record time, not by when
 //     ingest reads the message). A reuse that ingest stores before it
 //     reads the cancel (the cancel's partition behind) is cancelled by it
-//     silently: it was not blocked when it was stored.
+//     silently: it was not blocked when it was stored. After the block,
+//     d:x lives on until its TTL ends (its write time + the same length,
+//     later by ingest's lag at the cancel): until then State.Over still
+//     stops a series submitted under the id, and payload.State still says
+//     cancelled.
 //
 // # Invariants
 //
