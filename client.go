@@ -313,7 +313,9 @@ func (c *Client) CancelByID(ctx context.Context, id string) error {
 // delay-error reason, when it cannot apply: the id is cancelled, already
 // due, or unknown (no task of that id submitted within ingest's
 // RescheduleGrace, 30 s by default, after the request: reported when that
-// grace ends). It never moves a task submitted that long after it. Reschedules of one id go to one partition, in order; the last
+// grace ends). It never moves a task submitted that long after it. at
+// must not be before 1973-03-03 (time.UnixMilli of unix seconds) nor more
+// than Config.MaxDelay ahead: ErrInvalid, nothing written. Reschedules of one id go to one partition, in order; the last
 // one wins.
 func (c *Client) Reschedule(ctx context.Context, id string, at time.Time) error {
 	err := checkOpID(id, payload.OpReschedule)

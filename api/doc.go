@@ -5,6 +5,10 @@
 // (payload.Decode, so a refused request carries the reason delay-failed
 // would give), writes it with acks from all in-sync replicas and answers
 // only once Kafka has it. The pipeline then treats it as any other input.
+// Times and delays ("at", "after", "until", "every", "expire_after", the
+// list filters) are read by payload's functions, the wire's rules: a task
+// needs exactly one of "at" and "after" ("after": "0s" is due now), and a
+// number in "at" below 10^11 is refused as unix seconds.
 //
 //	POST   /v1/tasks       submit: 201 {"id", "at", "at_ms", "input"}
 //	GET    /v1/tasks/{id}  state: 200 {"id", "state", "at", "at_ms"}; 404 unknown

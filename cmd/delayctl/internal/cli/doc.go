@@ -10,10 +10,15 @@
 //
 // Every flag also reads DELAYQ_<FLAG> (upper case, dashes as underscores,
 // e.g. DELAYQ_HBASE_ZK); a flag given on the command line beats the
-// environment. Times (--at, --from, --to) are RFC 3339, a date
+// environment. Times (--at, --until, --from, --to) are RFC 3339, a date
 // (2006-01-02, UTC midnight), unix milliseconds, "now", or relative to now
-// with a sign: -1h, +30m, -2d. Durations (--after) are Go durations, plain
-// seconds, or days (2d).
+// with a sign: -1h, +30m, -2d (payload.ParseTime). Durations (--after,
+// --every, --max-delay) are Go durations, optionally led by whole days
+// (2d, 1d12h), or plain seconds (payload.ParseDelay). A due time (--at of
+// a task, a reschedule or a cancel; --until) and a delay are checked by
+// delayd's rules, the same functions of payload, against --max-delay
+// before anything is written: a number that looks like unix seconds is
+// refused naming the unit.
 //
 // # Errors and exit codes
 //
