@@ -47,7 +47,7 @@ func TestExamples(t *testing.T) {
 		case b.NotRun != "":
 			notRun = append(notRun, b)
 		case b.Sequence == "":
-			units = append(units, &unit{name: b.Where(), env: b.Env, blocks: []Block{b}})
+			units = append(units, &unit{name: filepath.Base(b.File) + fmt.Sprintf(":%d", b.Line), env: b.Env, blocks: []Block{b}})
 		case bySeq[b.Sequence] == nil:
 			u := &unit{name: "sequence " + b.Sequence, env: b.Env, blocks: []Block{b}}
 			bySeq[b.Sequence] = u
@@ -171,7 +171,9 @@ func newScene(t *testing.T, env, bin string) *scene {
 		s.delayd(t, bin, httpAddr, "--embedded", "--roles", "ingest,dispatcher,scanner,api",
 			"--brokers", brokers, "--redis", rdb, "--http", httpAddr, "--api", apiAddr)
 	case Stack, StackServices:
-		e := e2etest.NewEnv(t, e2etest.Shared(t), "docex")
+		stack := e2etest.Shared(t)
+		e2etest.LockShared(t) // no e2e delayd takes this unit's input, nor it theirs
+		e := e2etest.NewEnv(t, stack, "docex")
 		vars["DELAYQ_BROKERS"], vars["DELAYQ_REDIS"], vars["DELAYQ_HBASE_ZK"] = strings.Join(e.Brokers, ","), e.Redis, e.ZK
 		vars["DELAYQ_PREFIX"], vars["DELAYQ_TABLE"], vars["DELAYQ_SALTS"] = e.Run, e.Run, "4"
 		if env == StackServices {
