@@ -19,8 +19,8 @@ func TestParse(t *testing.T) {
 		errs   []string // substrings, one per problem
 	}{
 		{
-			name: "embedded with a polled expectation",
-			src:  "text\n<!-- example: embedded -->\n```sh\nkcat -C\n```\n<!-- expect within 30s: key=order-1 -->\n<!-- expect: value=\\w+ -->\nmore\n",
+			name:   "embedded with a polled expectation",
+			src:    "text\n<!-- example: embedded -->\n```sh\nkcat -C\n```\n<!-- expect within 30s: key=order-1 -->\n<!-- expect: value=\\w+ -->\nmore\n",
 			blocks: []want{{env: Embedded, expects: []string{"key=order-1", `value=\w+`}, within: 30 * time.Second}},
 		},
 		{
