@@ -21,6 +21,11 @@
 //	                                    matches (a consumer that runs until Ctrl-C is
 //	                                    then stopped) or, when it exits without a
 //	                                    match, runs again, until 30 s have passed
+//	<!-- expect new within 60s: REGEX -->
+//	                                    only matches beyond those of a run of the block
+//	                                    before its sequence began count: for a topic of
+//	                                    the shared stack read from the beginning, where
+//	                                    earlier runs left the same line
 //
 // TestExamples runs each runnable block with `bash -euo pipefail` in a
 // scratch directory, with the delayd and delayctl built from this tree

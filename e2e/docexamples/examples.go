@@ -33,6 +33,10 @@ type Block struct {
 type Expect struct {
 	Re     *regexp.Regexp
 	Within time.Duration // 0: checked once after the block exited with 0
+	// New: only matches beyond those the block printed when run once
+	// before its sequence began count (for a shared topic read from the
+	// beginning, whose earlier runs left the same line).
+	New bool
 }
 
 // Where names the block as FILE:LINE.
@@ -43,7 +47,7 @@ var shellLangs = map[string]bool{"sh": true, "bash": true, "shell": true, "conso
 
 var (
 	exampleRe = regexp.MustCompile(`^<!-- example: (.*?) -->$`)
-	expectRe  = regexp.MustCompile(`^<!-- expect(?: within (\S+))?: (.*) -->$`)
+	expectRe  = regexp.MustCompile(`^<!-- expect( new)?(?: within (\S+))?: (.*) -->$`)
 	notRunRe  = regexp.MustCompile(`^not run\s*(?:—|--|-|:)\s*(.*)$`)
 )
 
@@ -166,17 +170,17 @@ func (b *Block) classify(s string) error {
 func expect(line string) (Expect, error) {
 	m := expectRe.FindStringSubmatch(line)
 	if m == nil {
-		return Expect{}, fmt.Errorf("malformed %q: want <!-- expect: REGEX --> or <!-- expect within 30s: REGEX -->", line)
+		return Expect{}, fmt.Errorf("malformed %q: want <!-- expect [new] [within 30s]: REGEX -->", line)
 	}
-	var e Expect
-	if m[1] != "" {
-		d, err := time.ParseDuration(m[1])
+	e := Expect{New: m[1] != ""}
+	if m[2] != "" {
+		d, err := time.ParseDuration(m[2])
 		if err != nil || d <= 0 {
-			return Expect{}, fmt.Errorf("expect within %q: want a positive duration", m[1])
+			return Expect{}, fmt.Errorf("expect within %q: want a positive duration", m[2])
 		}
 		e.Within = d
 	}
-	re, err := regexp.Compile(m[2])
+	re, err := regexp.Compile(m[3])
 	if err != nil {
 		return Expect{}, fmt.Errorf("expect: %w", err)
 	}
@@ -194,12 +198,37 @@ func (b Block) Within() time.Duration {
 }
 
 // Matches reports whether out matches every expectation of b, and the
-// first expression it does not match.
-func (b Block) Matches(out string) (bool, string) {
-	for _, e := range b.Expects {
-		if !e.Re.MatchString(out) {
+// first expression it does not match. base holds, per expectation, the
+// matches of the block's run before its sequence (nil: none); a New
+// expectation needs more than those.
+func (b Block) Matches(out string, base []int) (bool, string) {
+	for i, e := range b.Expects {
+		n := 1
+		if e.New && i < len(base) {
+			n += base[i]
+		}
+		if len(e.Re.FindAllStringIndex(out, n)) < n {
 			return false, e.Re.String()
 		}
 	}
 	return true, ""
+}
+
+// Count returns how often out matches each expectation of b.
+func (b Block) Count(out string) []int {
+	c := make([]int, len(b.Expects))
+	for i, e := range b.Expects {
+		c[i] = len(e.Re.FindAllStringIndex(out, -1))
+	}
+	return c
+}
+
+// HasNew reports whether an expectation of b is New.
+func (b Block) HasNew() bool {
+	for _, e := range b.Expects {
+		if e.New {
+			return true
+		}
+	}
+	return false
 }

@@ -127,12 +127,47 @@ func TestMatches(t *testing.T) {
 		{"xa\nb1\n", false, "(?m)^a$"},
 		{"a\nb\n", false, `b\d`},
 	} {
-		ok, miss := b.Matches(tc.out)
+		ok, miss := b.Matches(tc.out, nil)
 		if ok != tc.ok || miss != tc.miss {
 			t.Errorf("Matches(%q) = %v, %q; want %v, %q", tc.out, ok, miss, tc.ok, tc.miss)
 		}
 	}
+	if b.HasNew() {
+		t.Error("HasNew without a new expectation")
+	}
 	if b.Text != "x\n" || b.Line != 2 || b.Lang != "sh" {
 		t.Errorf("block %+v: want text %q at line 2, sh", b, "x\n")
+	}
+}
+
+// TestMatchesNew: an "expect new" needs more matches than the block's run
+// before its sequence printed.
+func TestMatchesNew(t *testing.T) {
+	blocks, err := Parse("x.md", "<!-- example: stack -->\n```sh\nx\n```\n<!-- expect new within 60s: key=\\w+ -->\n<!-- expect: end -->\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := blocks[0]
+	if !b.HasNew() || !b.Expects[0].New || b.Expects[1].New || b.Within() != time.Minute {
+		t.Fatalf("expects %+v: want the first new, within 1m", b.Expects)
+	}
+	base := b.Count("key=a\nkey=b\nend\n")
+	if base[0] != 2 || base[1] != 1 {
+		t.Fatalf("Count = %v, want [2 1]", base)
+	}
+	for _, tc := range []struct {
+		out string
+		ok  bool
+	}{
+		{"key=a\nkey=b\nend\n", false},       // only the earlier two
+		{"key=a\nkey=b\nkey=c\nend\n", true}, // one more
+		{"key=a\nkey=b\nkey=c\n", false},     // "end" is not new, but needed once
+	} {
+		if ok, _ := b.Matches(tc.out, base); ok != tc.ok {
+			t.Errorf("Matches(%q, %v) = %v, want %v", tc.out, base, ok, tc.ok)
+		}
+	}
+	if ok, _ := b.Matches("key=a\nend\n", nil); !ok {
+		t.Error("without a baseline one match is enough")
 	}
 }

@@ -77,8 +77,14 @@ func TestExamples(t *testing.T) {
 	for _, u := range units {
 		t.Run(u.name, func(t *testing.T) {
 			s := newScene(t, u.env, bin)
-			for _, b := range u.blocks {
-				s.run(t, b)
+			base := map[int][]int{}
+			for i, b := range u.blocks {
+				if b.HasNew() {
+					base[i] = s.baseline(t, b)
+				}
+			}
+			for i, b := range u.blocks {
+				s.run(t, b, base[i])
 			}
 		})
 	}
@@ -270,15 +276,33 @@ func (s *scene) stop() {
 	}
 }
 
-// run runs one block (see the package doc), failing the unit if it does
-// not do what its text says.
-func (s *scene) run(t *testing.T, b Block) {
+// baseline runs a block with a New expectation once before its sequence
+// and returns how often its output matched each expectation then.
+func (s *scene) baseline(t *testing.T, b Block) []int {
 	t.Helper()
-	text := s.replacer.Replace(b.Text)
-	script := filepath.Join(s.dir, fmt.Sprintf("%s-%d.sh", strings.ReplaceAll(b.File, "/", "_"), b.Line))
-	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
+	script := s.script(t, b, "-before")
+	out, _, _ := s.attempt(t, b, script, time.Now().Add(30*time.Second), false, nil)
+	c := b.Count(out)
+	t.Logf("%s: run once before its sequence, it matched %v times", b.Where(), c)
+	return c
+}
+
+// script writes the block, its addresses rewritten, into the scratch folder.
+func (s *scene) script(t *testing.T, b Block, suffix string) string {
+	t.Helper()
+	path := filepath.Join(s.dir, fmt.Sprintf("%s-%d%s.sh", strings.ReplaceAll(b.File, "/", "_"), b.Line, suffix))
+	if err := os.WriteFile(path, []byte(s.replacer.Replace(b.Text)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// run runs one block (see the package doc), failing the unit if it does
+// not do what its text says.
+func (s *scene) run(t *testing.T, b Block, base []int) {
+	t.Helper()
+	text := s.replacer.Replace(b.Text)
+	script := s.script(t, b, "")
 	within := b.Within()
 	limit := blockTimeout
 	if within > 0 {
@@ -287,8 +311,8 @@ func (s *scene) run(t *testing.T, b Block) {
 	start := time.Now()
 	deadline := start.Add(limit)
 	for attempt := 1; ; attempt++ {
-		out, status, exited := s.attempt(t, b, script, deadline, within > 0)
-		ok, miss := b.Matches(out)
+		out, status, exited := s.attempt(t, b, script, deadline, within > 0, base)
+		ok, miss := b.Matches(out, base)
 		switch {
 		case ok && (exited && status == nil || !exited && within > 0):
 			t.Logf("%s: passed in %v (attempt %d)", b.Where(), time.Since(start).Round(time.Millisecond), attempt)
@@ -310,7 +334,7 @@ func (s *scene) run(t *testing.T, b Block) {
 // the deadline passes or, when poll is set, its output matches; a block
 // still running then is stopped. It returns the output so far and whether
 // the block exited, with its status.
-func (s *scene) attempt(t *testing.T, b Block, script string, deadline time.Time, poll bool) (out string, status error, exited bool) {
+func (s *scene) attempt(t *testing.T, b Block, script string, deadline time.Time, poll bool, base []int) (out string, status error, exited bool) {
 	t.Helper()
 	term, err := openTerminal()
 	if err != nil {
@@ -346,7 +370,7 @@ func (s *scene) attempt(t *testing.T, b Block, script string, deadline time.Time
 		case <-time.After(200 * time.Millisecond):
 		}
 		o := term.String()
-		if ok, _ := b.Matches(o); ok && poll {
+		if ok, _ := b.Matches(o, base); ok && poll {
 			stop()
 			return o, nil, false
 		}
