@@ -315,7 +315,7 @@ func (s *scene) run(t *testing.T, b Block, base []int) {
 		ok, miss := b.Matches(out, base)
 		switch {
 		case ok && (exited && status == nil || !exited && within > 0):
-			t.Logf("%s: passed in %v (attempt %d)", b.Where(), time.Since(start).Round(time.Millisecond), attempt)
+			t.Logf("%s: passed in %v (attempt %d); its output:\n%s", b.Where(), time.Since(start).Round(time.Millisecond), attempt, head(out, 2048))
 			return
 		case within > 0 && time.Now().Add(time.Second).Before(deadline):
 			time.Sleep(time.Second)
@@ -379,4 +379,12 @@ func (s *scene) attempt(t *testing.T, b Block, script string, deadline time.Time
 			return o, nil, false
 		}
 	}
+}
+
+// head returns the first n bytes of s, saying how much it left out.
+func head(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("%s\n… (%d more bytes)", s[:n], len(s)-n)
 }
