@@ -64,6 +64,9 @@ func TestExamples(t *testing.T) {
 	for _, b := range notRun {
 		t.Logf("not run %s: %s", b.Where(), b.NotRun)
 	}
+	if testing.Short() {
+		t.Skip("short: the examples run delayd (TestClassified still checks every block's classification)")
+	}
 	for _, tool := range []string{"bash", "curl", "kcat"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			msg := fmt.Sprintf("%s is not installed: run deploy/local/tools (%v)", tool, err)
