@@ -167,7 +167,6 @@ func pick(t *testing.T, doc string) string {
 func newScene(t *testing.T, env, bin string) *scene {
 	t.Helper()
 	s := &scene{dir: t.TempDir()}
-	t.Cleanup(s.stop)
 	addrs := map[string]string{}
 	vars := map[string]string{}
 	httpAddr, apiAddr := pick(t, "127.0.0.1:9464"), pick(t, "127.0.0.1:8080")
@@ -177,12 +176,16 @@ func newScene(t *testing.T, env, bin string) *scene {
 		brokers, rdb := pick(t, "127.0.0.1:9092"), pick(t, "127.0.0.1:6379")
 		addrs["127.0.0.1:9092"], addrs["127.0.0.1:6379"] = brokers, rdb
 		vars["DELAYQ_BROKERS"], vars["DELAYQ_REDIS"] = brokers, rdb
+		t.Cleanup(s.stop)
 		s.delayd(t, bin, httpAddr, "--embedded", "--roles", "ingest,dispatcher,scanner,api",
 			"--brokers", brokers, "--redis", rdb, "--http", httpAddr, "--api", apiAddr)
 	case Stack, StackServices:
 		stack := e2etest.Shared(t)
 		e2etest.LockShared(t) // no e2e delayd takes this unit's input, nor it theirs
 		e := e2etest.NewEnv(t, stack, "docex")
+		// After NewEnv, so it runs before NewEnv's cleanup drops the table
+		// and keys: no delayd of the unit writes after that.
+		t.Cleanup(s.stop)
 		vars["DELAYQ_BROKERS"], vars["DELAYQ_REDIS"], vars["DELAYQ_HBASE_ZK"] = strings.Join(e.Brokers, ","), e.Redis, e.ZK
 		vars["DELAYQ_PREFIX"], vars["DELAYQ_TABLE"], vars["DELAYQ_SALTS"] = e.Run, e.Run, "4"
 		if env == StackServices {
