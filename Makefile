@@ -19,7 +19,8 @@ run:
 	$(GO) run ./cmd/delayd --embedded
 
 # The Debian packages tests drive besides the stack: chromium (the
-# console's browser test) and prometheus (promtool). `make test` runs it.
+# console's browser test), prometheus (promtool), openssl, and kcat and curl
+# (e2e/docexamples runs the docs' examples). `make test` runs it.
 tools:
 	deploy/local/tools
 

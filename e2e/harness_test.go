@@ -100,4 +100,4 @@ func mustBeClean(t *testing.T, r e2etest.Report) {
 	}
 }
 
-func TestMain(m *testing.M) { os.Exit(e2etest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(e2etest.MainShared(m)) }
