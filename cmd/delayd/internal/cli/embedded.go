@@ -1,11 +1,10 @@
-package main
+package cli
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 
 	"github.com/delayq/delayq/daemon"
@@ -14,8 +13,10 @@ import (
 // runEmbedded runs the whole pipeline in one process with no outside
 // services and prints how to reach it to out.
 func runEmbedded(ctx context.Context, cfg daemon.Config, logger *slog.Logger, out io.Writer) error {
-	logger.Info("embedded mode: in-process Kafka and Redis, payloads in memory; nothing is kept across restarts")
 	return daemon.Embedded(ctx, cfg, daemon.Options{Logger: logger}, func(brokers, redis string) {
+		// Called once the configuration is valid and every port bound:
+		// nothing is printed before a refusal.
+		logger.Info("embedded mode: in-process Kafka and Redis, payloads in memory; nothing is kept across restarts")
 		banner(out, cfg, brokers, redis)
 	})
 }
@@ -40,7 +41,7 @@ Five seconds later, consume it from its business topic:
 		return
 	}
 	auth := ""
-	if os.Getenv("DELAYQ_API_TOKEN") != "" {
+	if cfg.APIToken != "" {
 		auth = ` -H "Authorization: Bearer $DELAYQ_API_TOKEN"` // the variable, never the token
 	}
 	fmt.Fprintf(out, `
