@@ -68,7 +68,11 @@ a bad value or configuration).
 // each with its variable and default and its description wrapped below.
 func usage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, intro)
-	for _, g := range groups {
+	all := groups
+	if other := ungrouped(fs); len(other) > 0 { // never hide a flag (TestEveryFlagInOneGroup fails)
+		all = append(all[:len(all):len(all)], group{"Other", other})
+	}
+	for _, g := range all {
 		fmt.Fprintf(w, "\n%s:\n", g.title)
 		for _, name := range g.flags {
 			if f := fs.Lookup(name); f != nil {
@@ -82,6 +86,23 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 			}
 		}
 	}
+}
+
+// ungrouped returns the flags of fs that no group names.
+func ungrouped(fs *flag.FlagSet) []string {
+	in := map[string]bool{}
+	for _, g := range groups {
+		for _, name := range g.flags {
+			in[name] = true
+		}
+	}
+	var out []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if !in[f.Name] {
+			out = append(out, f.Name)
+		}
+	})
+	return out
 }
 
 // writeFlag writes f's two or more lines: --name type, its variable and

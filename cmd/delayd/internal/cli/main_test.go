@@ -132,12 +132,16 @@ func TestHelp(t *testing.T) {
 		}
 		lines := strings.Split(out, "\n")
 		pos := 0
-		for _, g := range groups {
+		for k, g := range groups {
 			i := indexFrom(lines, pos, g.title+":")
 			if i < 0 {
 				t.Fatalf("no group %q after line %d", g.title, pos)
 			}
 			pos = i
+			next := len(lines)
+			if k+1 < len(groups) {
+				next = indexFrom(lines, pos, groups[k+1].title+":")
+			}
 			for _, name := range g.flags {
 				var found []string
 				for _, l := range lines {
@@ -148,8 +152,8 @@ func TestHelp(t *testing.T) {
 				if len(found) != 1 || !strings.Contains(found[0], " "+envflag.Var(name)) {
 					t.Errorf("--%s: lines %q; want one that names %s", name, found, envflag.Var(name))
 				}
-				if j := indexPrefix(lines, "  --"+name+" "); j < pos {
-					t.Errorf("--%s is not under %q", name, g.title)
+				if j := indexPrefix(lines, "  --"+name+" "); j < pos || next >= 0 && j > next {
+					t.Errorf("--%s (line %d) is not under %q (lines %d to %d)", name, j, g.title, pos, next)
 				}
 			}
 		}
