@@ -15,8 +15,16 @@ down:
 status:
 	$(STACK) status
 
+# `make run ARGS='--brokers 127.0.0.1:19092 --redis 127.0.0.1:16379 --http
+# 127.0.0.1:19464'`: ARGS go to delayd after --embedded (any flag of
+# `delayd --help`). The first build compiles about 450 packages and takes
+# minutes on a small machine: -v names each package as it is compiled;
+# later builds take Go's cache and print nothing.
+ARGS ?=
 run:
-	$(GO) run ./cmd/delayd --embedded
+	@echo "make run: building delayd into bin/delayd (the first build compiles ~450 packages and takes a few minutes; later ones seconds)"
+	$(GO) build -v -o bin/delayd ./cmd/delayd
+	bin/delayd --embedded $(ARGS)
 
 # The Debian packages tests drive besides the stack: chromium (the
 # console's browser test), prometheus (promtool), openssl, and kcat and curl

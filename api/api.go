@@ -117,13 +117,16 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// Run serves the API on Addr, with the limits of Config.Serve, until ctx
-// ends, then shuts down gracefully (requests in flight get WriteTimeout to
-// finish).
+// Run serves the API on Addr (or Config.Listener), with the limits of
+// Config.Serve, until ctx ends, then shuts down gracefully (requests in
+// flight get WriteTimeout to finish).
 func (s *Server) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
+	ln := s.cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
+		}
 	}
 	srv, err := httpserve.New(ln, s.Handler(), s.cfg.Serve)
 	if err != nil {

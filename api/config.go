@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +41,10 @@ var ErrConfig = errors.New("api: invalid config")
 type Config struct {
 	// Addr is the listen address. Default 127.0.0.1:8080.
 	Addr string
+	// Listener, when set, is Addr already bound (delayd binds it before it
+	// starts anything, so a taken port is refused at once); Run serves on
+	// it and closes it.
+	Listener net.Listener
 	// Token, when set, must come with every /v1/tasks request as
 	// "Authorization: Bearer <Token>"; at least MinTokenLen bytes.
 	Token string

@@ -47,7 +47,7 @@ func (d *Daemon) newAPI(store Store, decode payload.DecodeConfig) (func(context.
 		d.log.Warn("api open to whoever reaches it: --api-insecure on an address other than loopback", "api", d.cfg.API)
 	}
 	srv, err := api.New(api.Config{
-		Addr: d.cfg.API, Token: d.cfg.APIToken, LocalHosts: d.cfg.APIToken == "" && loopback,
+		Addr: d.cfg.API, Listener: d.apiLn, Token: d.cfg.APIToken, LocalHosts: d.cfg.APIToken == "" && loopback,
 		Decode: decode, Rate: d.cfg.APIRate, Serve: d.cfg.Serve, Topics: d.topics,
 		Logger: d.opts.Logger, Registerer: d.reg,
 	}, c, states)

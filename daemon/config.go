@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/api"
+	"github.com/delayq/delayq/console"
 	"github.com/delayq/delayq/dispatcher"
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/redisconn"
@@ -198,6 +199,12 @@ func (c *Config) Validate() error {
 		if !strings.Contains(b, ":") {
 			bad("brokers: %q is not host:port", b)
 		}
+	}
+	if c.has(RoleAPI) && c.APIToken != "" && len(c.APIToken) < api.MinTokenLen {
+		bad("DELAYQ_API_TOKEN: %d bytes, want at least %d (for example: export DELAYQ_API_TOKEN=$(openssl rand -hex 16))", len(c.APIToken), api.MinTokenLen)
+	}
+	if c.Console && c.ConsoleToken != "" && len(c.ConsoleToken) < console.MinTokenLen {
+		bad("DELAYQ_CONSOLE_TOKEN: %d bytes, want at least %d (for example: export DELAYQ_CONSOLE_TOKEN=$(openssl rand -hex 16))", len(c.ConsoleToken), console.MinTokenLen)
 	}
 	if c.has(RoleAPI) && c.APIToken == "" && !c.APIInsecure && !httpserve.Loopback(c.API) {
 		bad("api: %s is not a loopback address: set DELAYQ_API_TOKEN (at least %d bytes), or pass --api-insecure to serve the API open to whoever reaches it", c.API, api.MinTokenLen)

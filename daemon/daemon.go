@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,6 +83,11 @@ type Options struct {
 	// (internal/tracing; cmd/delayd builds it from OTEL_* variables); nil:
 	// no spans, and traceparent passes through untouched.
 	TracerProvider trace.TracerProvider
+
+	// newIndex: Redis and Store start out empty together (Embedded), so
+	// the loss watcher's first check records a new index instead of a
+	// loss (repair.WatchConfig.NewIndex).
+	newIndex bool
 }
 
 // Daemon is one delayd process.
@@ -98,6 +104,7 @@ type Daemon struct {
 	startErr atomic.Pointer[string]
 
 	console *console.Console // nil unless Config.Console
+	apiLn   net.Listener     // the API's address, bound by Listen (api role)
 	topics  *topicctl.Store  // the topic controls; set by Run
 }
 
@@ -126,19 +133,62 @@ func New(cfg Config, opts Options) (*Daemon, error) {
 // Ready reports whether setup finished and the roles run.
 func (d *Daemon) Ready() bool { return d.ready.Load() }
 
+// Listen binds the HTTP address (unless Options.Listener is set) and,
+// with the api role, the API's, so that a taken port is refused before
+// anything starts: one line that names the flag. Run calls it when the
+// caller did not; a Daemon that was listening and is not Run must be
+// Closed.
+func (d *Daemon) Listen() error {
+	if d.opts.Listener == nil {
+		ln, err := listen("--http", d.cfg.HTTP)
+		if err != nil {
+			return err
+		}
+		d.opts.Listener = ln
+	}
+	if d.cfg.has(RoleAPI) && d.apiLn == nil {
+		ln, err := listen("--api", d.cfg.API)
+		if err != nil {
+			d.Close()
+			return err
+		}
+		d.apiLn = ln
+	}
+	return nil
+}
+
+// Close closes what Listen bound; Run closes it itself.
+func (d *Daemon) Close() {
+	for _, ln := range []net.Listener{d.opts.Listener, d.apiLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// listen binds addr, given with flag; a port taken is one line that names
+// the flag and the address.
+func listen(flag, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("%s %s: address already in use; pick another with %s", flag, addr, flag)
+	case err != nil:
+		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
+	}
+	return ln, nil
+}
+
 // Run serves HTTP at once (with /readyz 503), sets up topics, table and
 // backends, runs the roles until ctx ends, then drains them and returns.
 func (d *Daemon) Run(ctx context.Context) error {
-	ln := d.opts.Listener
-	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", d.cfg.HTTP); err != nil {
-			return fmt.Errorf("http: listen on %s: %w", d.cfg.HTTP, err)
-		}
+	if err := d.Listen(); err != nil {
+		return err
 	}
+	defer d.Close() // the API's listener if its role never started; closing twice is harmless
+	ln := d.opts.Listener
 	srv, err := httpserve.New(ln, d.handler(), d.cfg.Serve)
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)

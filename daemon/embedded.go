@@ -2,10 +2,8 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"syscall"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -21,14 +19,17 @@ import (
 // backends listen, with the addresses actually served.
 func Embedded(ctx context.Context, cfg Config, opts Options, banner func(brokers, redis string)) error {
 	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil { // before anything listens
+		return err
+	}
 	if cfg.Kafka != (kafkaauth.Config{}) {
-		return fmt.Errorf("--kafka-tls*, --kafka-sasl*: embedded mode serves plaintext Kafka without SASL (%s)", cfg.Kafka)
+		return fmt.Errorf("%w: --kafka-tls*, --kafka-sasl*: embedded mode serves plaintext Kafka without SASL (%s)", ErrConfig, cfg.Kafka)
 	}
 	if len(cfg.Brokers) != 1 {
-		return fmt.Errorf("--brokers: embedded mode serves one address, got %d", len(cfg.Brokers))
+		return fmt.Errorf("%w: --brokers: embedded mode serves one address, got %d", ErrConfig, len(cfg.Brokers))
 	}
 	if cfg.RedisMinReplicas > 0 {
-		return fmt.Errorf("--redis-min-replicas %d: the embedded Redis has no replicas", cfg.RedisMinReplicas)
+		return fmt.Errorf("%w: --redis-min-replicas %d: the embedded Redis has no replicas", ErrConfig, cfg.RedisMinReplicas)
 	}
 	kafkaAddr, err := listenable("--brokers", cfg.Brokers[0])
 	if err != nil {
@@ -59,8 +60,12 @@ func Embedded(ctx context.Context, cfg Config, opts Options, banner func(brokers
 	cfg.Redis = mr.Addr()
 	opts.Store = payload.NewMemory()
 	opts.AutoCreateTopics = true
+	opts.newIndex = true // a new miniredis beside an empty memory store: no loss to repair
 	d, err := New(cfg, opts)
 	if err != nil {
+		return err
+	}
+	if err := d.Listen(); err != nil { // a taken --http or --api port, before the banner
 		return err
 	}
 	if banner != nil {
@@ -72,12 +77,9 @@ func Embedded(ctx context.Context, cfg Config, opts Options, banner func(brokers
 // listenable checks that addr is free to listen on, and turns a busy port
 // into one clear line that names the flag.
 func listenable(flag, addr string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen(flag, addr)
 	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return "", fmt.Errorf("%s %s: the port is already in use (another Kafka/Redis or delayd running?); pick a free one with %s", flag, addr, flag)
-		}
-		return "", fmt.Errorf("%s %s: %w", flag, addr, err)
+		return "", err
 	}
 	a := ln.Addr().String()
 	ln.Close()

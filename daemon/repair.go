@@ -73,7 +73,7 @@ func (d *Daemon) newRepair(rdb redis.UniversalClient, store Store, ix *zset.Inde
 	}
 	w, err := repair.NewWatcher(repair.WatchConfig{
 		Prefix: cfg.Prefix, Interval: cfg.RepairInterval, Lookback: cfg.RepairLookback, MaxDelay: cfg.MaxDelay,
-		FlagTTL: cfg.MaxDelay + cfg.Retention, Logger: d.opts.Logger, Metrics: m,
+		FlagTTL: cfg.MaxDelay + cfg.Retention, NewIndex: d.opts.newIndex, Logger: d.opts.Logger, Metrics: m,
 	}, rdb, store, ix.Repairer())
 	if err != nil {
 		return nil, nil, err

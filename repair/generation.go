@@ -95,6 +95,24 @@ func (g *Generation) Heal(ctx context.Context, lost int64, replID string, now ti
 	return n == 1, nil
 }
 
+// initScript writes the first generation (ARGV[1]) and replication id
+// (ARGV[2]) of a hash that has neither an id nor a recorded loss.
+var initScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'id') == 1 or redis.call('HEXISTS', KEYS[1], 'lost') == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'replid', ARGV[2], 'since', ARGV[3])
+return 1
+`)
+
+// Init records the first generation of an index known to be new, whose
+// store holds nothing it lacks (WatchConfig.NewIndex); a hash that has an
+// id or a recorded loss already is left as it is.
+func (g *Generation) Init(ctx context.Context, replID string, now time.Time) error {
+	if err := initScript.Run(ctx, g.client, []string{g.key}, newID(), replID, now.UnixMilli()).Err(); err != nil {
+		return fmt.Errorf("repair: init %s: %w", g.key, err)
+	}
+	return nil
+}
+
 // SetReplID records the replication id of a marker written before it was
 // known.
 func (g *Generation) SetReplID(ctx context.Context, replID string) error {

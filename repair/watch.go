@@ -63,6 +63,12 @@ type WatchConfig struct {
 	// lifetime, delayd's --max-delay + --retention (default MaxDelay + 7
 	// days).
 	FlagTTL time.Duration
+	// NewIndex says that the index and the store start out empty together
+	// (delayd --embedded: an in-process Redis and the in-memory store):
+	// the first check that finds no marker records a new generation
+	// instead of detecting a loss, since nothing can have been lost. A
+	// loss after that (a FLUSHALL of that Redis) is detected as usual.
+	NewIndex bool
 	// BatchSize and Checkers go to Config.
 	BatchSize, Checkers int
 	Logger              *slog.Logger
@@ -141,6 +147,8 @@ type Watcher struct {
 	ix     WatchIndex
 	log    *slog.Logger
 	failed bool // the last check failed (a WARN was logged)
+	// fresh is WatchConfig.NewIndex until a check read the marker.
+	fresh bool
 	// settled is the last look at the index before a loss (Settled);
 	// zero until one was taken.
 	settled Settled
@@ -179,8 +187,9 @@ func NewWatcher(cfg WatchConfig, client redis.UniversalClient, store WatchStore,
 	return &Watcher{
 		cfg: cfg, client: client, store: store, ix: ix,
 		gen: NewGeneration(client, cfg.Prefix), probeKey: cfg.Prefix + ":probe:" + newID(),
-		rs:  redsync.New(goredis.NewPool(client)),
-		log: cfg.Logger.With("component", "repair"),
+		rs:    redsync.New(goredis.NewPool(client)),
+		log:   cfg.Logger.With("component", "repair"),
+		fresh: cfg.NewIndex,
 	}, nil
 }
 
@@ -227,6 +236,15 @@ func (w *Watcher) Check(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	replID := repl.ID
+	if w.fresh && m.ID == "" && m.Lost == 0 {
+		// A new index beside an empty store: nothing to repair.
+		if err := w.gen.Init(ctx, replID, time.Now()); err != nil {
+			return false, err
+		}
+		w.fresh = false
+		return false, nil
+	}
+	w.fresh = false
 	if m.Lost == 0 {
 		cause := repl.lossSince(m.ReplID)
 		switch {

@@ -1,7 +1,10 @@
 package repair
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,5 +245,52 @@ func TestLostSince(t *testing.T) {
 		if got := w.lostSince(lost, tc.stored); got != tc.want {
 			t.Errorf("%s: lostSince = %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// With NewIndex (delayd --embedded) the first check of a Redis without a
+// marker records a new generation: no repair, no WARN, no loss counted.
+// A FLUSHALL after that is a loss like any other.
+func TestWatcherNewIndex(t *testing.T) {
+	f := newFixture(t, 20)
+	ctx := t.Context()
+	m, c, zix := miniIndex(t, "n")
+	ix := zix.Repairer()
+	f.ix = ix
+	metrics, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w, err := NewWatcher(WatchConfig{Prefix: "n", Metrics: metrics, Logger: logger, NewIndex: true}, c, f.store, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(append([]zset.Entry{}, f.plain...), f.extra...)
+	for i := range 2 {
+		if ok, err := w.Check(ctx); err != nil || ok {
+			t.Fatalf("check %d of a new index: repaired %v, %v; want nothing to do", i, ok, err)
+		}
+	}
+	if mk, err := w.gen.Read(ctx); err != nil || mk.ID == "" || mk.Lost != 0 {
+		t.Fatalf("marker after the first check: %+v, %v; want a generation id and no loss", mk, err)
+	}
+	if got := f.pending(t, all); got != 0 {
+		t.Fatalf("%d tasks indexed: the first check repaired", got)
+	}
+	if strings.Contains(logs.String(), "lost data") || testutil.ToFloat64(metrics.detected.WithLabelValues("generation")) != 0 {
+		t.Fatalf("a new index reported as a loss:\n%s", logs.String())
+	}
+
+	m.FlushAll()
+	if ok, err := w.Check(ctx); err != nil || !ok {
+		t.Fatalf("check after FLUSHALL: repaired %v, %v", ok, err)
+	}
+	if got := f.pending(t, all); got != len(all) {
+		t.Fatalf("%d of %d indexed after the flush", got, len(all))
+	}
+	if !strings.Contains(logs.String(), "redis index lost data") {
+		t.Fatalf("no WARN for the FLUSHALL:\n%s", logs.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -20,11 +20,11 @@ func TestDefaultsMatchInterfaces(t *testing.T) {
 	t.Run("ARCHITECTURE", func(t *testing.T) {
 		// The table's first rows, so that a table the parser no longer
 		// reads cannot pass by checking nothing.
-		checkDefaults(t, "../../docs/ARCHITECTURE.md", "## Interfaces",
+		checkDefaults(t, "../../../../docs/ARCHITECTURE.md", "## Interfaces",
 			"brokers", "redis", "hbase-zk", "table", "prefix", "roles", "tick", "http", "max-delay", "embedded", "partitions", "hbase-zk-root")
 	})
 	t.Run("README", func(t *testing.T) {
-		checkDefaults(t, "../../README.md", "### delayd flags",
+		checkDefaults(t, "../../../../README.md", "### delayd flags",
 			"brokers", "prefix", "tick", "salts", "segment", "shards", "zset-fill", "scan-coalesce", "scan-prefetch", "ingest-batch", "retention", "console", "log-level")
 	})
 }
@@ -33,7 +33,7 @@ func TestDefaultsMatchInterfaces(t *testing.T) {
 // path with delayd's, and fails unless the flags must were among them.
 func checkDefaults(t *testing.T, path, heading string, must ...string) {
 	cfg := daemon.DefaultConfig()
-	fs, _ := newFlags(&cfg)
+	fs, _ := NewFlagSet(&cfg)
 	rows := flagTable(t, path, heading)
 	checked := map[string]bool{}
 	for _, r := range rows {

@@ -1,9 +1,10 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/daemon"
 )
@@ -123,7 +126,7 @@ func TestEmbeddedBanner(t *testing.T) {
 	}
 
 	var plain bytes.Buffer
-	t.Setenv("DELAYQ_API_TOKEN", "")
+	cfg.APIToken = ""
 	banner(&plain, cfg, "k:1", "r:1")
 	if strings.Contains(plain.String(), "Authorization") || !strings.Contains(plain.String(), "Content-Type: application/json") {
 		t.Errorf("banner without a token:\n%s", plain.String())
@@ -133,5 +136,73 @@ func TestEmbeddedBanner(t *testing.T) {
 	banner(&plain, cfg, "k:1", "r:1")
 	if strings.Contains(plain.String(), "curl") || strings.Contains(plain.String(), "Console") {
 		t.Errorf("banner without the api role and the console:\n%s", plain.String())
+	}
+}
+
+// An embedded start logs no loss of the Redis index (there is no HBase
+// and nothing to lose): the first check of the repair records a new
+// index, and neither WARNs nor repairs.
+func TestEmbeddedStartLogsNoRepair(t *testing.T) {
+	cfg := daemon.DefaultConfig()
+	cfg.Brokers, cfg.Redis, cfg.HTTP, cfg.Tick = []string{freeAddr(t)}, freeAddr(t), freeAddr(t), time.Second
+	var logs syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runEmbedded(ctx, cfg, daemon.Options{Logger: logger}, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("runEmbedded: %v", err)
+		}
+	})
+	waitFor(t, "delayd ready", func() bool { return strings.Contains(logs.String(), `"delayd ready"`) })
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.Redis})
+	defer rdb.Close()
+	waitFor(t, "the first check of the index", func() bool {
+		id, _ := rdb.HGet(ctx, cfg.Prefix+":generation", "id").Result()
+		return id != ""
+	})
+	text := logs.String()
+	t.Logf("log of an embedded start:\n%s", text)
+	for _, bad := range []string{"lost data", "index repair", `"level":"WARN"`, `"level":"ERROR"`} {
+		if strings.Contains(text, bad) {
+			t.Errorf("an embedded start logs %s", bad)
+		}
+	}
+}
+
+// A taken --http or --api port and a token too short end embedded mode
+// with one line that names the flag or variable, BEFORE the banner: stdout
+// stays empty.
+func TestEmbeddedRefusesBeforeBanner(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	busy := taken.Addr().String()
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+		code int
+	}{
+		{name: "http port taken", args: []string{"--http", busy},
+			want: "delayd: --http " + busy + ": address already in use; pick another with --http\n", code: ExitFailure},
+		{name: "api port taken", args: []string{"--roles", "ingest,dispatcher,scanner,api", "--api", busy},
+			want: "delayd: --api " + busy + ": address already in use; pick another with --api\n", code: ExitFailure},
+		{name: "short API token", args: []string{"--roles", "ingest,dispatcher,scanner,api"}, env: map[string]string{"DELAYQ_API_TOKEN": "12345"},
+			want: "delayd: DELAYQ_API_TOKEN: 5 bytes, want at least 16 (for example: export DELAYQ_API_TOKEN=$(openssl rand -hex 16))\n", code: ExitUsage},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"--embedded", "--brokers", freeAddr(t), "--redis", freeAddr(t), "--http", freeAddr(t), "--api", freeAddr(t)}
+			code, out, errs := runMain(t, append(args, tc.args...), tc.env)
+			if code != tc.code || errs != tc.want || out != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, stderr %q and no banner", code, out, errs, tc.code, tc.want)
+			}
+		})
 	}
 }

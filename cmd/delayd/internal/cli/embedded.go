@@ -1,10 +1,9 @@
-package main
+package cli
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"github.com/delayq/delayq/daemon"
@@ -13,8 +12,10 @@ import (
 // runEmbedded runs the whole pipeline in one process with no outside
 // services and prints how to reach it to out.
 func runEmbedded(ctx context.Context, cfg daemon.Config, opts daemon.Options, out io.Writer) error {
-	opts.Logger.Info("embedded mode: in-process Kafka and Redis, payloads in memory; nothing is kept across restarts")
 	return daemon.Embedded(ctx, cfg, opts, func(brokers, redis string) {
+		// Called once the configuration is valid and every port bound:
+		// nothing is printed before a refusal.
+		opts.Logger.Info("embedded mode: in-process Kafka and Redis, payloads in memory; nothing is kept across restarts")
 		banner(out, cfg, brokers, redis)
 	})
 }
@@ -39,7 +40,7 @@ Five seconds later, consume it from its business topic:
 		return
 	}
 	auth := ""
-	if os.Getenv("DELAYQ_API_TOKEN") != "" {
+	if cfg.APIToken != "" {
 		auth = ` -H "Authorization: Bearer $DELAYQ_API_TOKEN"` // the variable, never the token
 	}
 	fmt.Fprintf(out, `
