@@ -32,6 +32,10 @@ func (g *guardedIndex) Add(ctx context.Context, now time.Time, entries []zset.En
 	return g.note(g.ingestIndex.Add(ctx, now, entries))
 }
 
+func (g *guardedIndex) Forget(ctx context.Context, now time.Time, entries []zset.Entry) error {
+	return g.note(g.ingestIndex.Forget(ctx, now, entries))
+}
+
 func (g *guardedIndex) FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) error {
 	return g.note(g.ingestIndex.FlagOps(ctx, ids, ttl))
 }

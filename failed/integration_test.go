@@ -161,6 +161,16 @@ func (x *recordingIndex) Add(_ context.Context, _ time.Time, entries []zset.Entr
 	return nil
 }
 
+// Forget drops the entries.
+func (x *recordingIndex) Forget(_ context.Context, _ time.Time, entries []zset.Entry) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, e := range entries {
+		delete(x.entries, e)
+	}
+	return nil
+}
+
 // FlagOps keeps no flags; Flagged says every id is flagged, as an index
 // without flags must.
 func (x *recordingIndex) FlagOps(context.Context, []uint64, time.Duration) error { return nil }

@@ -142,7 +142,41 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 	if err := in.finish(ctx, p); err != nil {
 		return nil, err
 	}
+	if err := in.forget(ctx, tasks, refused, p); err != nil {
+		return nil, err
+	}
 	return refused, nil
+}
+
+// forget removes from the index the entries of the rows the batch marked
+// cancelled: its cancels by id and due time (marked in step 1) and the
+// plan's markers (moves, cancels by id, replaces; step 7). It runs last,
+// after every marker is stored, so a crash before it is completed by
+// handling the batch again, and an entry removed is one the scanner would
+// have dropped: the backlog stops counting it now, not when it falls due.
+// A cancel handled before its task (another partition, another batch)
+// finds nothing to remove; the task's entry then stays counted until it
+// is due (the scanner drops it).
+func (in *Ingester) forget(ctx context.Context, tasks []payload.Task, refused map[int]refusal, p *taskstate.Plan) error {
+	var entries []zset.Entry
+	for i, t := range tasks {
+		if _, no := refused[i]; !no && t.Cancel && t.Control == payload.ControlNone {
+			entries = append(entries, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
+		}
+	}
+	for _, m := range p.Markers {
+		entries = append(entries, zset.Entry{ID: m.ID, ExecAt: m.At})
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
+	if err := in.stage.Do(ctx, opForget, policy, func(ctx context.Context) error {
+		return in.ix.Forget(ctx, time.Now(), entries)
+	}); err != nil {
+		return fmt.Errorf("forget %d cancelled entries: %w", len(entries), err)
+	}
+	return nil
 }
 
 // index adds the entries of the submits and replaces that stay at their

@@ -9,7 +9,8 @@
 // hands out one type per role, and each part of delayq takes only the
 // roles it uses:
 //
-//   - Writer (writer.go, family.go): Add. Ingest; the scanner for the next
+//   - Writer (writer.go, family.go, forget.go): Add, Forget (ingest: the
+//     entries of rows it marked cancelled, wherever Add put them). Ingest; the scanner for the next
 //     occurrences of recurring tasks.
 //   - Reader (reader.go): DueKeys, DueGroups, Due, DueMany, Remove,
 //     RemoveMany, Earliest. The dispatcher lists the due zsets, the
