@@ -116,7 +116,7 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 	if err != nil {
 		return nil, fmt.Errorf("put: %w", err)
 	}
-	p, moved, err := in.resolve(ctx, tasks, recorded, refused)
+	p, moved, read, err := in.resolve(ctx, tasks, recorded, refused)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 	if err := in.finish(ctx, p); err != nil {
 		return nil, err
 	}
-	if err := in.forget(ctx, tasks, refused, p); err != nil {
+	if err := in.forget(ctx, tasks, refused, p, read); err != nil {
 		return nil, err
 	}
 	return refused, nil
@@ -154,14 +154,43 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 // after every marker is stored, so a crash before it is completed by
 // handling the batch again, and an entry removed is one the scanner would
 // have dropped: the backlog stops counting it now, not when it falls due.
-// A cancel handled before its task (another partition, another batch)
-// finds nothing to remove; the task's entry then stays counted until it
-// is due (the scanner drops it).
-func (in *Ingester) forget(ctx context.Context, tasks []payload.Task, refused map[int]refusal, p *taskstate.Plan) error {
+//
+// A cancel by id and due time handled before its task (another partition,
+// an earlier batch) finds nothing to remove; it flagged the id (resolve)
+// after storing its marker, so a submit of the id that reads the flag
+// (read: its id row was read back) reads its task row here, after
+// indexing it, and forgets its own entry when the row carries the
+// marker. The one case left: a cancel that stores its marker and flag
+// after the submit read the flag and forgets before the submit indexes
+// (both batches in flight in that window, milliseconds); that entry stays
+// counted until it falls due and the scanner drops it.
+func (in *Ingester) forget(ctx context.Context, tasks []payload.Task, refused map[int]refusal,
+	p *taskstate.Plan, read map[uint64]bool) error {
+	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
 	var entries []zset.Entry
+	var check []payload.Ref // indexed submits of flagged ids
 	for i, t := range tasks {
-		if _, no := refused[i]; !no && t.Cancel && t.Control == payload.ControlNone {
+		_, no := refused[i]
+		switch {
+		case no:
+		case t.Cancel && t.Control == payload.ControlNone:
 			entries = append(entries, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
+		case t.Control == payload.ControlNone && !p.Skip[i] && read[t.ID]:
+			check = append(check, payload.Ref{ID: t.ID, ExecAt: t.ExecAt})
+		}
+	}
+	if len(check) > 0 {
+		var rows []*payload.Task
+		if err := in.stage.Do(ctx, opGet, policy, func(ctx context.Context) (err error) {
+			rows, err = in.st.Get(ctx, check)
+			return err
+		}); err != nil {
+			return fmt.Errorf("get %d task rows of flagged ids: %w", len(check), err)
+		}
+		for j, r := range rows {
+			if r != nil && r.Cancel {
+				entries = append(entries, zset.Entry{ID: check[j].ID, ExecAt: check[j].ExecAt})
+			}
 		}
 	}
 	for _, m := range p.Markers {
@@ -170,7 +199,6 @@ func (in *Ingester) forget(ctx context.Context, tasks []payload.Task, refused ma
 	if len(entries) == 0 {
 		return nil
 	}
-	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
 	if err := in.stage.Do(ctx, opForget, policy, func(ctx context.Context) error {
 		return in.ix.Forget(ctx, time.Now(), entries)
 	}); err != nil {

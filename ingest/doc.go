@@ -79,9 +79,14 @@
 //     (delayq_pending_tasks, delayctl backlog, the console) counts only
 //     tasks still to deliver. It runs after the markers are stored, so an
 //     entry forgotten is one the scanner would drop, and a crash before it
-//     is completed by the re-read. A cancel handled before its task
-//     (another partition or batch) finds nothing to forget: that task's
-//     entry stays counted until it falls due and the scanner drops it.
+//     is completed by the re-read. A cancel by id and due time also flags
+//     its id (after its marker is stored), so a later submit of the id
+//     reads its id row and, once indexed, its task row, and forgets its
+//     own entry when the row is marked: a cancel handled before its task
+//     works too. Left: a cancel whose flag comes after the submit read
+//     the flags and whose forget comes before the submit indexes (two
+//     batches in flight within milliseconds) leaves that entry counted
+//     until it falls due and the scanner drops it.
 //
 // An outage of HBase or Redis in any step stalls the lane (retried
 // through the stage) and never makes an id "unknown".

@@ -203,6 +203,13 @@ func TestLifecycleOps(t *testing.T) {
 			live: map[string][]int64{"b": {ms(10)}},
 		},
 		{
+			name: "cancel by id and due time before the task",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.cancelAt("a", 10)}, {f.submit("a", 10), f.submit("b", 10)}}
+			},
+			live: map[string][]int64{"b": {ms(10)}},
+		},
+		{
 			name: "cancel by id and due time in the task's batch",
 			batches: func(f *lifecycleFixture) [][]kafka.Message {
 				return [][]kafka.Message{{f.cancelAt("a", 10), f.submit("a", 10)}}
