@@ -165,6 +165,10 @@
 //     "<id>" held another task, that task was removed, and then (id, t) was
 //     added again (an input re-read). Due returns such a task once, Remove
 //     removes both members; only Backlog counts it twice until then.
+//     Forget (which ingest runs on a reschedule's or a replace's old row,
+//     often in the same zset as the new one) prevents it: when it removes
+//     a plain "<id>" it renames another "<id>@<score>" of the zset to
+//     "<id>".
 //   - Add refuses an entry with exec_at <= 0, exec_at > 2^53 or id > MaxID,
 //     and only that entry (BadEntryError lists them); it indexes the others.
 //

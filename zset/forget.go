@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Forget removes the entries of tasks that will never be delivered (a
@@ -18,14 +20,15 @@ import (
 // so Backlog stops counting the entries at once instead of when their
 // due time comes and a scan drops them. An entry not indexed (not yet, or
 // no longer) costs a lookup and changes nothing; forgetting again is
-// harmless. Entries Add would refuse (see Entry) are skipped.
+// harmless. Entries Add would refuse (see Entry) are skipped. It returns
+// how many members it removed (0 for entries already gone).
 //
 // It costs one ZRANGEBYSCORE of the registry when an entry's segment has
 // ended, one HMGET of the family counts, then RemoveMany's round trips.
-func (ix *Writer) Forget(ctx context.Context, now time.Time, entries []Entry) (err error) {
+func (ix *Writer) Forget(ctx context.Context, now time.Time, entries []Entry) (n int64, err error) {
 	entries = forgettable(entries)
 	if len(entries) == 0 {
-		return nil
+		return 0, nil
 	}
 	defer ix.metrics.observe("forget", time.Now(), &err)
 	upto := ix.segmentStart(now.UnixMilli()) + ix.segMs // slack of one segment
@@ -41,7 +44,7 @@ func (ix *Writer) Forget(ctx context.Context, now time.Time, entries []Entry) (e
 	if lo >= 0 {
 		zs, err := ix.segments(ctx, strconv.FormatInt(lo, 10), strconv.FormatInt(upto, 10))
 		if err != nil {
-			return fmt.Errorf("zset: forget %d entries: %w", len(entries), err)
+			return 0, fmt.Errorf("zset: forget %d entries: %w", len(entries), err)
 		}
 		for _, z := range zs {
 			later = append(later, int64(z.Score))
@@ -75,7 +78,7 @@ func (ix *Writer) Forget(ctx context.Context, now time.Time, entries []Entry) (e
 	}
 	fams, err := ix.families(ctx, names)
 	if err != nil {
-		return fmt.Errorf("zset: forget %d entries: %w", len(entries), err)
+		return 0, fmt.Errorf("zset: forget %d entries: %w", len(entries), err)
 	}
 	famOf := make(map[int64]int, len(starts))
 	for i, s := range starts {
@@ -96,11 +99,42 @@ func (ix *Writer) Forget(ctx context.Context, now time.Time, entries []Entry) (e
 			rs[i].Entries = append(rs[i].Entries, c.e)
 		}
 	}
-	if err := (&Reader{ix.core}).RemoveMany(ctx, rs); err != nil {
-		return fmt.Errorf("zset: forget: %w", err)
+	n, err = ix.removeMany(ctx, forgetScript, rs)
+	if err != nil {
+		return n, fmt.Errorf("zset: forget: %w", err)
 	}
-	return nil
+	return n, nil
 }
+
+// forgetScript is removeScript, and when it removes a plain "<id>" it
+// gives the plain form to another task of the id held in the zset as
+// "<id>@<score>" (a reschedule or a replace within one zset): so that
+// adding that task again (a re-read batch) finds it under "<id>" and adds
+// no second member, which Backlog would count twice. A zset holds at most
+// Fill+1 members but in the last family: reading it whole is cheap, and
+// only done for an id that had its plain member removed.
+var forgetScript = redis.NewScript(`
+local key = KEYS[1]
+local gone = 0
+for i = 1, #ARGV, 2 do
+	local at, id = ARGV[i], ARGV[i + 1]
+	local s = redis.call('ZSCORE', key, id)
+	if s and tonumber(s) == tonumber(at) then
+		gone = gone + redis.call('ZREM', key, id)
+		local long = id .. '@'
+		local ms = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+		for j = 1, #ms, 2 do
+			if string.sub(ms[j], 1, #long) == long then
+				redis.call('ZREM', key, ms[j])
+				redis.call('ZADD', key, ms[j + 1], id)
+				break
+			end
+		end
+	end
+	gone = gone + redis.call('ZREM', key, id .. '@' .. at)
+end
+return gone
+`)
 
 // forgettable returns the entries that Add would accept, each once.
 func forgettable(entries []Entry) []Entry {
