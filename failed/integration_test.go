@@ -162,13 +162,17 @@ func (x *recordingIndex) Add(_ context.Context, _ time.Time, entries []zset.Entr
 }
 
 // Forget drops the entries.
-func (x *recordingIndex) Forget(_ context.Context, _ time.Time, entries []zset.Entry) error {
+func (x *recordingIndex) Forget(_ context.Context, _ time.Time, entries []zset.Entry) (int64, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	var n int64
 	for _, e := range entries {
-		delete(x.entries, e)
+		if _, ok := x.entries[e]; ok {
+			n++
+			delete(x.entries, e)
+		}
 	}
-	return nil
+	return n, nil
 }
 
 // FlagOps keeps no flags; Flagged says every id is flagged, as an index

@@ -8,6 +8,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
@@ -57,7 +58,9 @@ func testBacklogCountsPending(t *testing.T, st backlogStore, ix *zset.Index) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	base := now.Add(time.Hour).Truncate(time.Second)
+	// Every task in one one-minute segment, so a reschedule and a replace
+	// stay in their zset (the "<id>@<score>" form; see zset.Forget).
+	base := now.Add(time.Hour).Truncate(time.Minute)
 	at := func(sec int) string {
 		return strconv.FormatInt(base.Add(time.Duration(sec)*time.Second).UnixMilli(), 10)
 	}
@@ -127,10 +130,19 @@ func testBacklogCountsPending(t *testing.T, st backlogStore, ix *zset.Index) {
 		}
 	}
 	check(t)
+	// after, before, same, byid, the old rows of moved and replaced.
+	if got := testutil.ToFloat64(in.m.cancelled); got != 6 {
+		t.Errorf("delayq_tasks_cancelled_total = %v, want 6", got)
+	}
 	for _, b := range batches { // a re-read after a crash changes nothing
 		if err := in.handle(ctx, b, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	check(t)
+	// The re-read indexes the cancelled submits again and forgets them
+	// again: the counter counts those removals a second time.
+	if got := testutil.ToFloat64(in.m.cancelled); got < 6 || got > 12 {
+		t.Errorf("delayq_tasks_cancelled_total after the re-read = %v, want 6 to 12", got)
+	}
 }

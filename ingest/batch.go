@@ -199,11 +199,15 @@ func (in *Ingester) forget(ctx context.Context, tasks []payload.Task, refused ma
 	if len(entries) == 0 {
 		return nil
 	}
+	var gone int64
 	if err := in.stage.Do(ctx, opForget, policy, func(ctx context.Context) error {
-		return in.ix.Forget(ctx, time.Now(), entries)
+		n, err := in.ix.Forget(ctx, time.Now(), entries)
+		gone += n // a retried call removes only what the failed one left
+		return err
 	}); err != nil {
 		return fmt.Errorf("forget %d cancelled entries: %w", len(entries), err)
 	}
+	in.m.cancelled.Add(float64(gone))
 	return nil
 }
 

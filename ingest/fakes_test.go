@@ -197,9 +197,9 @@ func (f *fakeIndex) Add(ctx context.Context, now time.Time, entries []zset.Entry
 
 // Forget removes every copy of the entries, as zset.Writer does wherever
 // Add put them, and counts the entries it was given.
-func (f *fakeIndex) Forget(ctx context.Context, _ time.Time, entries []zset.Entry) error {
+func (f *fakeIndex) Forget(ctx context.Context, _ time.Time, entries []zset.Entry) (int64, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -207,9 +207,10 @@ func (f *fakeIndex) Forget(ctx context.Context, _ time.Time, entries []zset.Entr
 	for _, e := range entries {
 		gone[e] = true
 	}
+	n := len(f.entries)
 	f.entries = slices.DeleteFunc(f.entries, func(e zset.Entry) bool { return gone[e] })
 	f.forgot = append(f.forgot, entries...)
-	return nil
+	return int64(n - len(f.entries)), nil
 }
 
 // FlagOps keeps no flags, and Flagged says every id is flagged, as an

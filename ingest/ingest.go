@@ -50,7 +50,8 @@ type Index interface {
 	// Forget removes the entries of rows that ingest marked cancelled
 	// (cancels, moves, replaces) wherever Add put them, so that the
 	// backlog counts only tasks still to deliver (zset.Writer.Forget).
-	Forget(ctx context.Context, now time.Time, entries []zset.Entry) error
+	// It returns how many entries it removed.
+	Forget(ctx context.Context, now time.Time, entries []zset.Entry) (int64, error)
 	FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) error
 	Flagged(ctx context.Context, ids []uint64) ([]bool, error)
 }
