@@ -249,30 +249,37 @@ func (c *Console) preview(b []byte) Bytes {
 	return p
 }
 
-// Task states.
+// Task states. A lookup by id alone answers what the HTTP API's GET
+// /v1/tasks/{id} answers (payload.State): pending, cancelled,
+// delivered-or-expired or unknown; a lookup by id and due time reads that
+// one row and may also answer StateOrphan.
 const (
-	StatePending   = "pending"   // indexed, will be delivered when due
-	StateCancelled = "cancelled" // the row carries the cancel marker
-	StateDone      = "delivered" // row kept, no longer indexed: delivered (or being delivered)
+	StatePending   = string(payload.PhasePending)   // will be delivered when due
+	StateCancelled = string(payload.PhaseCancelled) // cancelled by id alone, or its row carries the cancel marker
+	StateDone      = string(payload.PhaseDone)      // due time passed: delivered, being delivered or expired
 	StateOrphan    = "indexed without a row"
-	StateUnknown   = "unknown" // no row, not indexed: never seen here, or expired
+	StateUnknown   = string(payload.PhaseUnknown) // no such task: never submitted, or expired past the retention window
 )
 
 // TaskView is the task page's data.
 type TaskView struct {
-	ID        string   `json:"id"`
-	ID64      string   `json:"id64"`
-	ExecAt    int64    `json:"exec_at"`
-	Due       string   `json:"due"`
-	State     string   `json:"state"`
-	Stored    bool     `json:"stored"`
-	Pending   bool     `json:"pending"`
-	Cancelled bool     `json:"cancelled"`
-	Zset      string   `json:"zset"`
-	Topic     string   `json:"topic,omitempty"`
-	Key       *Bytes   `json:"key,omitempty"`
-	Value     *Bytes   `json:"value,omitempty"`
-	Headers   []Header `json:"headers,omitempty"`
+	ID        string `json:"id"`
+	ID64      string `json:"id64"`
+	ExecAt    int64  `json:"exec_at"`
+	Due       string `json:"due"`
+	State     string `json:"state"`
+	Stored    bool   `json:"stored"`
+	Pending   bool   `json:"pending"` // State is StatePending
+	Cancelled bool   `json:"cancelled"`
+	// Indexed: the row's entry is in the Redis index (Zset), where the
+	// scanner finds it when due. A cancelled row's entry may linger there
+	// until then (a cancel that overtook its task).
+	Indexed bool     `json:"indexed"`
+	Zset    string   `json:"zset"`
+	Topic   string   `json:"topic,omitempty"`
+	Key     *Bytes   `json:"key,omitempty"`
+	Value   *Bytes   `json:"value,omitempty"`
+	Headers []Header `json:"headers,omitempty"`
 }
 
 // taskRef reads the id and due time of a task from query or body values.
@@ -318,29 +325,49 @@ func (c *Console) task(r *http.Request) (any, error) {
 		return nil, err
 	}
 	q := r.URL.Query()
-	at, err := currentDue(r.Context(), b, q.Get("id"), q.Get("at"))
-	if err != nil {
-		return nil, err
-	}
-	ref, ms, err := taskRef(q.Get("id"), at)
-	if err != nil {
-		return nil, err
-	}
+	id, at := q.Get("id"), q.Get("at")
 	if b.Store == nil || b.Index == nil {
 		return nil, httpError{http.StatusNotImplemented, "this delayd has no payload store or index"}
 	}
+	var phase payload.TaskState
+	ref := payload.Ref{ID: payload.TaskID(id)}
+	if at == "" && id != "" && len(id) <= payload.MaxNameLen {
+		// By id alone: the API's state (payload.State), and the row it
+		// names (a replace's row is its VersionID's).
+		if phase, err = payload.State(r.Context(), stateReader{b.Store}, id, c.cfg.Now()); err != nil {
+			return nil, backend("payload store", err)
+		}
+		if phase.At == 0 { // unknown, or cancelled by id alone with no task stored
+			return TaskView{ID: id, ID64: strconv.FormatUint(ref.ID, 10), State: string(phase.Phase),
+				Cancelled: phase.Phase == payload.PhaseCancelled}, nil
+		}
+		st, err := b.Store.GetIDs(r.Context(), []uint64{ref.ID})
+		if err != nil {
+			return nil, backend("payload store", err)
+		}
+		ref.ID = st[0].Row(ref.ID)
+		at = strconv.FormatInt(phase.At, 10)
+	}
+	given, ms, err := taskRef(id, at)
+	if err != nil {
+		return nil, err
+	}
+	if phase.Phase == "" {
+		ref = given
+	}
+	ref.ExecAt = ms
 	rows, err := b.Store.Get(r.Context(), []payload.Ref{ref})
 	if err != nil {
 		return nil, backend("payload store", err)
 	}
 	e := zset.Entry{ID: ref.ID, ExecAt: ms}
-	pending, err := b.Index.Pending(r.Context(), e)
+	indexed, err := b.Index.Pending(r.Context(), e)
 	if err != nil {
 		return nil, backend("redis", err)
 	}
 	v := TaskView{
-		ID: q.Get("id"), ID64: strconv.FormatUint(ref.ID, 10), ExecAt: ms,
-		Due: time.UnixMilli(ms).UTC().Format(time.RFC3339Nano), Pending: pending, Zset: b.Index.Key(e),
+		ID: id, ID64: strconv.FormatUint(ref.ID, 10), ExecAt: ms,
+		Due: time.UnixMilli(ms).UTC().Format(time.RFC3339Nano), Indexed: indexed, Zset: b.Index.Key(e),
 	}
 	if t := rows[0]; t != nil {
 		v.Stored, v.Cancelled, v.Topic = true, t.Cancel, t.Topic
@@ -356,17 +383,21 @@ func (c *Console) task(r *http.Request) (any, error) {
 		c.cfg.Logger.Info("console task read", append([]any{"id", v.ID, "exec_at", ms}, c.who(r)...)...)
 	}
 	switch {
+	case phase.Phase != "":
+		v.State = string(phase.Phase)
+		v.Cancelled = phase.Phase == payload.PhaseCancelled
 	case v.Cancelled:
 		v.State = StateCancelled
-	case v.Stored && pending:
+	case v.Stored && indexed:
 		v.State = StatePending
 	case v.Stored:
 		v.State = StateDone
-	case pending:
+	case indexed:
 		v.State = StateOrphan
 	default:
 		v.State = StateUnknown
 	}
+	v.Pending = v.State == StatePending
 	return v, nil
 }
 

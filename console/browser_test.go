@@ -222,9 +222,13 @@ func chromium(t *testing.T) string {
 }
 
 // delayd is a running `delayd --embedded` process.
-type delayd struct{ kafka, http string }
+type delayd struct{ kafka, http, redis string }
 
-func startDelayd(t *testing.T) delayd {
+func startDelayd(t *testing.T) delayd { t.Helper(); return startDelaydWith(t, true) }
+
+// startDelaydWith starts `delayd --embedded`, with --console-write when
+// write, and the extra arguments.
+func startDelaydWith(t *testing.T, write bool, extra ...string) delayd {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "delayd")
@@ -232,8 +236,12 @@ func startDelayd(t *testing.T) delayd {
 		t.Fatalf("go build delayd: %v\n%s", err, out)
 	}
 	d := delayd{kafka: freePort(t), http: freePort(t)}
-	cmd := exec.Command(bin, "--embedded", "--brokers", d.kafka, "--redis", freePort(t), "--http", d.http,
-		"--partitions", "2", "--console-write", "--log-format", "json")
+	d.redis = freePort(t)
+	args := []string{"--embedded", "--brokers", d.kafka, "--redis", d.redis, "--http", d.http, "--partitions", "2", "--log-format", "json"}
+	if write {
+		args = append(args, "--console-write")
+	}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "DELAYQ_CONSOLE_TOKEN="+browserToken)
 	logs := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs

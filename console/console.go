@@ -46,6 +46,10 @@ func New(cfg Config) (*Console, error) {
 		sampler: sampler{window: cfg.Window},
 		backlog: backlogCache{ttl: cfg.BacklogTTL},
 	}
+	// The first sample, kept for good: the first page gets rates (since
+	// now) instead of waiting for a second refresh.
+	mfs, _ := cfg.Gatherer.Gather()
+	c.sampler.start = readSample(cfg.Now(), mfs)
 	return c, nil
 }
 

@@ -367,6 +367,23 @@ func TestOverviewRatesAndProbes(t *testing.T) {
 	}
 }
 
+// The first overview a page asks for already has rates: since the
+// console started (its first sample), not "–" until a second refresh.
+func TestOverviewRatesOnFirstRequest(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	f := newFixture(t, Config{Now: func() time.Time { return now }, Window: time.Minute}, true)
+	accepted := prometheus.NewCounter(prometheus.CounterOpts{Name: metricAccepted})
+	f.reg.MustRegister(accepted)
+	now = now.Add(5 * time.Minute) // later than 2 windows: kept samples would be gone
+	accepted.Add(600)
+	status, out := f.do(t, "GET", "/ui/api/overview", "", "")
+	for _, want := range []string{`"rates":{`, `"accepted":2,`, `"window":300`} {
+		if status != 200 || !strings.Contains(out, want) {
+			t.Errorf("first overview lacks %s: %d %s", want, status, out)
+		}
+	}
+}
+
 func TestSamplerBounded(t *testing.T) {
 	s := sampler{window: time.Minute}
 	at := time.Unix(0, 0)

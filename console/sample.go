@@ -147,13 +147,14 @@ func (h histogram) quantile(q float64) float64 {
 // finds one about a window old to compute rates against.
 type sampler struct {
 	window time.Duration
+	start  sample // taken by New, never dropped: the base until kept has one
 	mu     sync.Mutex
 	kept   []sample // oldest first
 }
 
 // base records now and returns the sample to compare it with: the newest
-// one at least a window older, else the oldest kept; ok is false when
-// there is none older than a second.
+// one at least a window older, else the oldest kept, else the sample
+// New took; ok is false when there is none older than a second.
 func (s *sampler) base(now sample) (old sample, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -168,6 +169,9 @@ func (s *sampler) base(now sample) (old sample, ok bool) {
 	}
 	if !ok && len(s.kept) > 0 && now.at.Sub(s.kept[0].at) >= time.Second {
 		old, ok = s.kept[0], true
+	}
+	if !ok && !s.start.at.IsZero() && now.at.Sub(s.start.at) >= time.Second {
+		old, ok = s.start, true // the first request: rates since the console started
 	}
 	// Keep at most about 24 samples per 2 windows, however often pages poll.
 	if n := len(s.kept); n == 0 || now.at.Sub(s.kept[n-1].at) >= s.window/12 {

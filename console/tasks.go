@@ -3,9 +3,7 @@ package console
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/find"
@@ -37,19 +35,10 @@ func (c *Console) tasks(r *http.Request) (any, error) {
 	return out, nil
 }
 
-// currentDue returns at when given, else the task's current due time
-// from its id row (as unix ms text): the task page needs only an id.
-func currentDue(ctx context.Context, b *Backends, id, at string) (string, error) {
-	if at != "" || id == "" || len(id) > payload.MaxNameLen {
-		return at, nil // taskRef reports a missing or long id
-	}
-	st, err := b.Store.GetIDs(ctx, []uint64{payload.TaskID(id)})
-	if err != nil {
-		return "", backend("payload store", err)
-	}
-	due := st[0].Due()
-	if due == 0 {
-		return "", httpError{http.StatusNotFound, fmt.Sprintf("no task with id %q (never submitted, expired, or stored before ids were tracked: give its due time)", id)}
-	}
-	return strconv.FormatInt(due, 10), nil
-}
+// stateReader lets payload.State read the console's Store, which has no
+// writes: State never calls PutIDs.
+type stateReader struct{ Store }
+
+var errReadOnly = errors.New("console: the payload store is read only here")
+
+func (stateReader) PutIDs(context.Context, []payload.IDWrite) error { return errReadOnly }

@@ -32,6 +32,11 @@ func (g *guardedIndex) Add(ctx context.Context, now time.Time, entries []zset.En
 	return g.note(g.ingestIndex.Add(ctx, now, entries))
 }
 
+func (g *guardedIndex) Forget(ctx context.Context, now time.Time, entries []zset.Entry) (int64, error) {
+	n, err := g.ingestIndex.Forget(ctx, now, entries)
+	return n, g.note(err)
+}
+
 func (g *guardedIndex) FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) error {
 	return g.note(g.ingestIndex.FlagOps(ctx, ids, ttl))
 }

@@ -161,6 +161,20 @@ func (x *recordingIndex) Add(_ context.Context, _ time.Time, entries []zset.Entr
 	return nil
 }
 
+// Forget drops the entries.
+func (x *recordingIndex) Forget(_ context.Context, _ time.Time, entries []zset.Entry) (int64, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var n int64
+	for _, e := range entries {
+		if _, ok := x.entries[e]; ok {
+			n++
+			delete(x.entries, e)
+		}
+	}
+	return n, nil
+}
+
 // FlagOps keeps no flags; Flagged says every id is flagged, as an index
 // without flags must.
 func (x *recordingIndex) FlagOps(context.Context, []uint64, time.Duration) error { return nil }

@@ -158,7 +158,7 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 	if err != nil {
 		return nil, fmt.Errorf("put: %w", err)
 	}
-	p, moved, err := in.resolve(ctx, tasks, recorded, refused)
+	p, moved, read, err := in.resolve(ctx, tasks, recorded, refused)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,73 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 	if err := in.finish(ctx, p); err != nil {
 		return nil, err
 	}
+	if err := in.forget(ctx, tasks, refused, p, read); err != nil {
+		return nil, err
+	}
 	return refused, nil
+}
+
+// forget removes from the index the entries of the rows the batch marked
+// cancelled: its cancels by id and due time (marked in step 1) and the
+// plan's markers (moves, cancels by id, replaces; step 7). It runs last,
+// after every marker is stored, so a crash before it is completed by
+// handling the batch again, and an entry removed is one the scanner would
+// have dropped: the backlog stops counting it now, not when it falls due.
+//
+// A cancel by id and due time handled before its task (another partition,
+// an earlier batch) finds nothing to remove; it flagged the id (resolve)
+// after storing its marker, so a submit of the id that reads the flag
+// (read: its id row was read back) reads its task row here, after
+// indexing it, and forgets its own entry when the row carries the
+// marker. The one case left: a cancel that stores its marker and flag
+// after the submit read the flag and forgets before the submit indexes
+// (both batches in flight in that window, milliseconds); that entry stays
+// counted until it falls due and the scanner drops it.
+func (in *Ingester) forget(ctx context.Context, tasks []payload.Task, refused map[int]refusal,
+	p *taskstate.Plan, read map[uint64]bool) error {
+	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
+	var entries []zset.Entry
+	var check []payload.Ref // indexed submits of flagged ids
+	for i, t := range tasks {
+		_, no := refused[i]
+		switch {
+		case no:
+		case t.Cancel && t.Control == payload.ControlNone:
+			entries = append(entries, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
+		case t.Control == payload.ControlNone && !p.Skip[i] && read[t.ID]:
+			check = append(check, payload.Ref{ID: t.ID, ExecAt: t.ExecAt})
+		}
+	}
+	if len(check) > 0 {
+		var rows []*payload.Task
+		if err := in.stage.Do(ctx, opGet, policy, func(ctx context.Context) (err error) {
+			rows, err = in.st.Get(ctx, check)
+			return err
+		}); err != nil {
+			return fmt.Errorf("get %d task rows of flagged ids: %w", len(check), err)
+		}
+		for j, r := range rows {
+			if r != nil && r.Cancel {
+				entries = append(entries, zset.Entry{ID: check[j].ID, ExecAt: check[j].ExecAt})
+			}
+		}
+	}
+	for _, m := range p.Markers {
+		entries = append(entries, zset.Entry{ID: m.ID, ExecAt: m.At})
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	var gone int64
+	if err := in.stage.Do(ctx, opForget, policy, func(ctx context.Context) error {
+		n, err := in.ix.Forget(ctx, time.Now(), entries)
+		gone += n // a retried call removes only what the failed one left
+		return err
+	}); err != nil {
+		return fmt.Errorf("forget %d cancelled entries: %w", len(entries), err)
+	}
+	in.m.cancelled.Add(float64(gone))
+	return nil
 }
 
 // index adds the entries of the submits and replaces that stay at their

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/metric"
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/payload"
@@ -650,12 +651,12 @@ func TestConfig(t *testing.T) {
 			t.Errorf("shared counter = %v, want 2", got)
 		}
 		mfs, err := reg.Gather()
-		// accepted, cancels, reschedules, failed, batch seconds, commit
-		// errors, master changes, and the stage's stalled and stall
-		// seconds; delayq_ingest_lag and delayq_stage_retries_total have no
-		// series before a batch.
-		if err != nil || len(mfs) != 9 {
-			t.Errorf("gathered %d metric families, %v; want 9", len(mfs), err)
+		// accepted, cancels, reschedules, failed, cancelled (shared with
+		// the scanner), batch seconds, commit errors, master changes, and
+		// the stage's stalled and stall seconds; delayq_ingest_lag and
+		// delayq_stage_retries_total have no series before a batch.
+		if err != nil || len(mfs) != 10 {
+			t.Errorf("gathered %d metric families, %v; want 10", len(mfs), err)
 		}
 		// The scanner registers delayq_tasks_failed_total too; whoever comes
 		// second shares it, so its help text must match.
@@ -666,6 +667,10 @@ func TestConfig(t *testing.T) {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(other); !errors.As(err, &are) {
 			t.Errorf("registering the scanner's shape: %v, want AlreadyRegisteredError", err)
+		}
+		// So is delayq_tasks_cancelled_total.
+		if err := reg.Register(metric.NewTasksCancelled()); !errors.As(err, &are) {
+			t.Errorf("registering the scanner's delayq_tasks_cancelled_total: %v, want AlreadyRegisteredError", err)
 		}
 	})
 }

@@ -30,6 +30,8 @@ type nopIndex struct{}
 
 func (nopIndex) Add(context.Context, time.Time, []zset.Entry) error { return nil }
 
+func (nopIndex) Forget(context.Context, time.Time, []zset.Entry) (int64, error) { return 0, nil }
+
 func (nopIndex) FlagOps(context.Context, []uint64, time.Duration) error { return nil }
 
 func (nopIndex) Flagged(_ context.Context, ids []uint64) ([]bool, error) {

@@ -75,7 +75,21 @@
 //  3. read the stored rows a move copies (Store.Get), Plan.Settle; put the
 //     copies, index, put the cancel markers, write the id rows' new due
 //     times, in that order, so that a crash at any point is completed by
-//     handling the batch again.
+//     handling the batch again;
+//  4. forget (Index.Forget) the index entries of every row the batch
+//     marked: its cancels by id and due time and the plan's markers
+//     (moved, replaced, cancelled rows), so the backlog
+//     (delayq_pending_tasks, delayctl backlog, the console) counts only
+//     tasks still to deliver. It runs after the markers are stored, so an
+//     entry forgotten is one the scanner would drop, and a crash before it
+//     is completed by the re-read. A cancel by id and due time also flags
+//     its id (after its marker is stored), so a later submit of the id
+//     reads its id row and, once indexed, its task row, and forgets its
+//     own entry when the row is marked: a cancel handled before its task
+//     works too. Left: a cancel whose flag comes after the submit read
+//     the flags and whose forget comes before the submit indexes (two
+//     batches in flight within milliseconds) leaves that entry counted
+//     until it falls due and the scanner drops it.
 //
 // An outage of HBase or Redis in any step stalls the lane (retried
 // through the stage) and never makes an id "unknown".

@@ -169,6 +169,7 @@ type fakeIndex struct {
 	mu      sync.Mutex
 	calls   int
 	entries []zset.Entry
+	forgot  []zset.Entry // every entry Forget was given
 }
 
 func (f *fakeIndex) Add(ctx context.Context, now time.Time, entries []zset.Entry) error {
@@ -192,6 +193,24 @@ func (f *fakeIndex) Add(ctx context.Context, now time.Time, entries []zset.Entry
 	f.entries = append(f.entries, entries...)
 	f.ev.add("add " + strconv.Itoa(len(entries)))
 	return nil
+}
+
+// Forget removes every copy of the entries, as zset.Writer does wherever
+// Add put them, and counts the entries it was given.
+func (f *fakeIndex) Forget(ctx context.Context, _ time.Time, entries []zset.Entry) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	gone := make(map[zset.Entry]bool, len(entries))
+	for _, e := range entries {
+		gone[e] = true
+	}
+	n := len(f.entries)
+	f.entries = slices.DeleteFunc(f.entries, func(e zset.Entry) bool { return gone[e] })
+	f.forgot = append(f.forgot, entries...)
+	return int64(n - len(f.entries)), nil
 }
 
 // FlagOps keeps no flags, and Flagged says every id is flagged, as an

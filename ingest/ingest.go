@@ -47,6 +47,11 @@ type Store interface {
 // answers Flagged with all true: every submit reads its id row.
 type Index interface {
 	Add(ctx context.Context, now time.Time, entries []zset.Entry) error
+	// Forget removes the entries of rows that ingest marked cancelled
+	// (cancels, moves, replaces) wherever Add put them, so that the
+	// backlog counts only tasks still to deliver (zset.Writer.Forget).
+	// It returns how many entries it removed.
+	Forget(ctx context.Context, now time.Time, entries []zset.Entry) (int64, error)
 	FlagOps(ctx context.Context, ids []uint64, ttl time.Duration) error
 	Flagged(ctx context.Context, ids []uint64) ([]bool, error)
 }

@@ -19,6 +19,7 @@ const (
 	opFetch  = "fetch"  // a partition reader's fetch (Kafka)
 	opPut    = "put"    // Store.Put (HBase)
 	opAdd    = "add"    // Index.Add (Redis)
+	opForget = "forget" // Index.Forget (Redis)
 	opFailed = "failed" // the failed-topic write (Kafka)
 	opCommit = "commit" // the offset commit (Kafka)
 	opWait   = "wait"   // Replicas.Mark and Wait (Redis replicas)

@@ -75,26 +75,38 @@ func ops(tasks []payload.Task, recorded []time.Time) []taskstate.Op {
 // a batch whose task rows are stored: it flags the ops' ids, writes every
 // message's cell to its id row, reads the rows back, and has taskstate
 // decide. It returns an error only when ctx ended first.
+//
+// It also flags the ids of the batch's cancels by id and due time (their
+// markers are stored already), and returns the ids whose id row it read
+// back (an op, or a flag): ingest checks the task rows of those submits
+// after indexing them (see forget), so that a cancel handled before its
+// task still takes the task's entry out of the backlog.
 func (in *Ingester) resolve(ctx context.Context, tasks []payload.Task, recorded []time.Time,
-	refused map[int]refusal) (*taskstate.Plan, map[payload.Ref]*payload.Task, error) {
+	refused map[int]refusal) (*taskstate.Plan, map[payload.Ref]*payload.Task, map[uint64]bool, error) {
 	b := taskstate.Begin(ops(tasks, recorded), func(i int) bool { _, ok := refused[i]; return ok })
-	if len(b.IDs) == 0 {
-		return &taskstate.Plan{}, nil, nil
-	}
 	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
-	opIDs := b.OpIDs()
-	if len(opIDs) > 0 {
-		ttl := opFlagTTL(in.cfg.Decode.MaxDelay, in.cfg.Retention)
-		if err := in.stage.Do(ctx, opFlag, policy, func(ctx context.Context) error {
-			return in.ix.FlagOps(ctx, opIDs, ttl)
-		}); err != nil {
-			return nil, nil, fmt.Errorf("flag ops: %w", err)
+	flag := b.OpIDs()
+	for i, t := range tasks {
+		if _, no := refused[i]; !no && t.Cancel && t.Control == payload.ControlNone {
+			flag = append(flag, t.ID)
 		}
 	}
+	if len(flag) > 0 {
+		ttl := opFlagTTL(in.cfg.Decode.MaxDelay, in.cfg.Retention)
+		if err := in.stage.Do(ctx, opFlag, policy, func(ctx context.Context) error {
+			return in.ix.FlagOps(ctx, flag, ttl)
+		}); err != nil {
+			return nil, nil, nil, fmt.Errorf("flag ops: %w", err)
+		}
+	}
+	if len(b.IDs) == 0 {
+		return &taskstate.Plan{}, nil, nil, nil
+	}
+	opIDs := b.OpIDs()
 	if err := in.stage.Do(ctx, opPutIDs, policy, func(ctx context.Context) error {
 		return in.st.PutIDs(ctx, b.Writes)
 	}); err != nil {
-		return nil, nil, fmt.Errorf("put id rows: %w", err)
+		return nil, nil, nil, fmt.Errorf("put id rows: %w", err)
 	}
 	var flagged []bool
 	if len(opIDs) < len(b.IDs) {
@@ -102,23 +114,30 @@ func (in *Ingester) resolve(ctx context.Context, tasks []payload.Task, recorded 
 			flagged, err = in.ix.Flagged(ctx, b.IDs)
 			return err
 		}); err != nil {
-			return nil, nil, fmt.Errorf("read op flags: %w", err)
+			return nil, nil, nil, fmt.Errorf("read op flags: %w", err)
 		}
 	}
-	states, err := in.readStates(ctx, policy, b.IDs, b.Reads(flagged))
+	reads := b.Reads(flagged)
+	read := map[uint64]bool{}
+	for k, id := range b.IDs {
+		if reads[k] {
+			read[id] = true
+		}
+	}
+	states, err := in.readStates(ctx, policy, b.IDs, reads)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	p := taskstate.Decide(b, states, time.Now().UnixMilli(), taskstate.Config{RescheduleGrace: in.cfg.RescheduleGrace,
 		CancelBlock: opFlagTTL(in.cfg.Decode.MaxDelay, in.cfg.Retention)})
 	rows, err := in.settle(ctx, policy, p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for i, text := range p.Refused {
 		refused[i] = refusal{ReasonLifecycle, text}
 	}
-	return p, rows, nil
+	return p, rows, read, nil
 }
 
 // readStates reads the id rows of ids[k] where read[k]; the others are

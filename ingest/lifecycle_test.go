@@ -92,6 +92,11 @@ func (f *lifecycleFixture) cancelID(id string) kafka.Message {
 	return msg(1, f.off, payload.HeaderOp, payload.OpCancel, payload.HeaderID, id)
 }
 
+func (f *lifecycleFixture) cancelAt(id string, sec int) kafka.Message {
+	f.off++
+	return msg(1, f.off, payload.HeaderOp, payload.OpCancel, payload.HeaderID, id, payload.HeaderAt, lcAt(sec))
+}
+
 func (f *lifecycleFixture) reschedule(id string, sec int) kafka.Message {
 	f.off++
 	return msg(1, f.off, payload.HeaderOp, payload.OpReschedule, payload.HeaderID, id, payload.HeaderAt, lcAt(sec))
@@ -135,6 +140,24 @@ func (f *lifecycleFixture) live(t *testing.T) map[string][]int64 {
 	return out
 }
 
+// dead returns the index entries whose row the scanner would drop (a
+// cancel marker, no row): what ingest should have forgotten.
+func (f *lifecycleFixture) dead(t *testing.T) []zset.Entry {
+	t.Helper()
+	_, entries := f.ix.snapshot()
+	var out []zset.Entry
+	for _, e := range entries {
+		rows, err := f.st.Get(context.Background(), []payload.Ref{{ID: e.ID, ExecAt: e.ExecAt}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows[0] == nil || rows[0].Cancel {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func (f *lifecycleFixture) failed(t *testing.T) map[string]string {
 	t.Helper()
 	_, msgs := f.w.snapshot()
@@ -171,6 +194,27 @@ func TestLifecycleOps(t *testing.T) {
 			},
 			live:       map[string][]int64{"b": {ms(10)}},
 			wantPhases: map[string]payload.Phase{"a": payload.PhaseCancelled},
+		},
+		{
+			name: "cancel by id and due time after the task",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.submit("a", 10), f.submit("b", 10)}, {f.cancelAt("a", 10), f.cancelAt("b", 11)}}
+			},
+			live: map[string][]int64{"b": {ms(10)}},
+		},
+		{
+			name: "cancel by id and due time before the task",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.cancelAt("a", 10)}, {f.submit("a", 10), f.submit("b", 10)}}
+			},
+			live: map[string][]int64{"b": {ms(10)}},
+		},
+		{
+			name: "cancel by id and due time in the task's batch",
+			batches: func(f *lifecycleFixture) [][]kafka.Message {
+				return [][]kafka.Message{{f.cancelAt("a", 10), f.submit("a", 10)}}
+			},
+			live: map[string][]int64{},
 		},
 		{
 			name: "cancel by id in the task's batch",
@@ -376,6 +420,9 @@ func TestLifecycleOps(t *testing.T) {
 					}
 				} else if !equalLive(live, tt.live) {
 					t.Errorf("live = %v, want %v", live, tt.live)
+				}
+				if dead := f.dead(t); len(dead) > 0 {
+					t.Errorf("index holds %d entries of cancelled or absent rows %v: the backlog counts them", len(dead), dead)
 				}
 				failed := f.failed(t)
 				if len(failed) != len(tt.failed) {

@@ -29,6 +29,7 @@ type metrics struct {
 	cancels      prometheus.Counter
 	reschedules  prometheus.Counter
 	failed       *prometheus.CounterVec
+	cancelled    prometheus.Counter // entries forgotten (forget), shared with the scanner
 	batch        prometheus.Histogram
 	commitErrors prometheus.Counter
 	// replicasRedone counts batches stored again because a Redis master
@@ -40,7 +41,8 @@ type metrics struct {
 // newMetrics builds the ingester's metrics and registers them with reg (nil:
 // not registered). A collector already registered under the same name and
 // shape is shared: another ingester's, or the scanner's
-// delayq_tasks_failed_total (defined once in internal/metric).
+// delayq_tasks_failed_total and delayq_tasks_cancelled_total (defined once
+// in internal/metric).
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	var errs []error
 	m := &metrics{
@@ -56,7 +58,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "delayq_reschedules_accepted_total",
 			Help: "Reschedules accepted: applied, or waiting in the id row for their task.",
 		})),
-		failed: metric.Register(reg, &errs, metric.NewTasksFailed()),
+		failed:    metric.Register(reg, &errs, metric.NewTasksFailed()),
+		cancelled: metric.Register(reg, &errs, metric.NewTasksCancelled()),
 		batch: metric.Register(reg, &errs, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "delayq_ingest_batch_seconds",
 			Help:    "Time to handle and commit one input batch of one partition.",

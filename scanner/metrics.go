@@ -33,10 +33,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "delayq_tasks_delivered_total",
 			Help: "Tasks produced to their business topic.",
 		})),
-		cancelled: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "delayq_tasks_cancelled_total",
-			Help: "Due tasks dropped because they were cancelled.",
-		})),
+		cancelled: metric.Register(reg, &errs, metric.NewTasksCancelled()),
 		missing: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "delayq_tasks_missing_total",
 			Help: "Due index entries without a payload row (expired or never stored).",

@@ -9,7 +9,8 @@
 // hands out one type per role, and each part of delayq takes only the
 // roles it uses:
 //
-//   - Writer (writer.go, family.go): Add. Ingest; the scanner for the next
+//   - Writer (writer.go, family.go, forget.go): Add, Forget (ingest: the
+//     entries of rows it marked cancelled, wherever Add put them). Ingest; the scanner for the next
 //     occurrences of recurring tasks.
 //   - Reader (reader.go): DueKeys, DueGroups, Due, DueMany, Remove,
 //     RemoveMany, Earliest. The dispatcher lists the due zsets, the
@@ -164,6 +165,10 @@
 //     "<id>" held another task, that task was removed, and then (id, t) was
 //     added again (an input re-read). Due returns such a task once, Remove
 //     removes both members; only Backlog counts it twice until then.
+//     Forget (which ingest runs on a reschedule's or a replace's old row,
+//     often in the same zset as the new one) prevents it: when it removes
+//     a plain "<id>" it renames another "<id>@<score>" of the zset to
+//     "<id>".
 //   - Add refuses an entry with exec_at <= 0, exec_at > 2^53 or id > MaxID,
 //     and only that entry (BadEntryError lists them); it indexes the others.
 //

@@ -299,7 +299,15 @@ type Removal struct {
 
 // RemoveMany is Remove for each of rs, in one pipelined round trip of
 // scripts and one of pending counts.
-func (ix *Reader) RemoveMany(ctx context.Context, rs []Removal) (err error) {
+func (ix *Reader) RemoveMany(ctx context.Context, rs []Removal) error {
+	_, err := ix.removeMany(ctx, removeScript, rs)
+	return err
+}
+
+// removeMany is RemoveMany with script (removeScript, or Forget's
+// forgetScript, which take the same arguments and return how many members
+// they removed); it also returns that count.
+func (ix *core) removeMany(ctx context.Context, script *redis.Script, rs []Removal) (gone int64, err error) {
 	var (
 		calls []scriptCall
 		segs  []string // segment per call
@@ -309,7 +317,7 @@ func (ix *Reader) RemoveMany(ctx context.Context, rs []Removal) (err error) {
 		n += len(r.Entries)
 		start, err := ix.keyStart(r.Key)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for c := range slices.Chunk(r.Entries, MaxArgs/2) {
 			args := make([]any, 0, 2*len(c))
@@ -321,31 +329,32 @@ func (ix *Reader) RemoveMany(ctx context.Context, rs []Removal) (err error) {
 		}
 	}
 	if len(calls) == 0 {
-		return nil
+		return 0, nil
 	}
 	defer ix.metrics.observe("remove", time.Now(), &err)
 	removed := make(map[string]int64)
 	for lo := 0; lo < len(calls); lo += MaxPipeline {
 		hi := min(lo+MaxPipeline, len(calls))
-		res, err := ix.runAllResults(ctx, removeScript, calls[lo:hi])
+		res, err := ix.runAllResults(ctx, script, calls[lo:hi])
 		if err != nil {
-			return fmt.Errorf("zset: remove %d entries from %d zsets (%s...): %w", n, len(rs), rs[0].Key, err)
+			return 0, fmt.Errorf("zset: remove %d entries from %d zsets (%s...): %w", n, len(rs), rs[0].Key, err)
 		}
 		for i, r := range res {
 			if k, _ := r.(int64); k > 0 && segs[lo+i] != "" {
 				removed[segs[lo+i]] += k
+				gone += k
 			}
 		}
 	}
 	if len(removed) == 0 {
-		return nil
+		return 0, nil
 	}
 	pl := ix.client.Pipeline()
 	for seg, k := range removed {
 		pl.HIncrBy(ctx, ix.pendingKey(), seg, -k)
 	}
 	if _, err := pl.Exec(ctx); err != nil {
-		return fmt.Errorf("zset: count %d removed from %d segments: %w", n, len(removed), err)
+		return gone, fmt.Errorf("zset: count %d removed from %d segments: %w", n, len(removed), err)
 	}
-	return nil
+	return gone, nil
 }

@@ -174,7 +174,7 @@ async function loadTask(id, at) {
     return;
   }
   banner("");
-  if (!at) $("task-at").value = new Date(t.exec_at).toISOString();
+  if (!at) $("task-at").value = t.exec_at ? new Date(t.exec_at).toISOString() : "";
   $("task-result").hidden = false;
   $("task-title").textContent = t.id;
   const badge = $("task-state");
@@ -182,12 +182,13 @@ async function loadTask(id, at) {
   badge.className = "badge " + t.state.split(" ")[0];
   const rows = [
     ["state", t.state],
-    ["due", fmtTime(t.exec_at) + " UTC (" + t.exec_at + ")"],
+    ["due", t.exec_at ? fmtTime(t.exec_at) + " UTC (" + t.exec_at + ")" : "–"],
     ["internal id", t.id64],
     ["stored", t.stored ? "yes" : "no"],
-    ["pending", t.pending ? "yes, in " + t.zset : "no (" + t.zset + ")"],
+    ["pending", t.pending ? "yes" : "no"],
     ["cancelled", t.cancelled ? "yes" : "no"],
   ];
+  if (t.zset) rows.push(["index", (t.indexed ? "in " : "not in ") + t.zset]);
   if (t.topic) rows.push(["topic", t.topic]);
   if (t.key) rows.push(["key", bytes(t.key)]);
   if (t.headers && t.headers.length) rows.push(["headers", t.headers.map((h) => h.key + "=" + h.value).join("  ")]);
@@ -235,7 +236,9 @@ const TASK_FILTERS = ["topic", "key", "from", "to", "state", "limit"];
 // loadTasks lists a page of stored tasks; q holds the filters and the
 // cursor, as the URL fragment does.
 async function loadTasks(q) {
-  for (const f of TASK_FILTERS) if (q.has(f)) $("tasks-" + f).value = q.get(f);
+  // The form shows what is loaded: a filter not in q is empty, and the
+  // page size is the server's default (100) unless q names one.
+  for (const f of TASK_FILTERS) $("tasks-" + f).value = q.has(f) ? q.get(f) : f === "limit" ? "100" : "";
   const body = $("tasks-table").tBodies[0];
   $("tasks-next").disabled = true;
   $("tasks-first").disabled = !q.get("cursor");
@@ -295,7 +298,7 @@ async function loadFailed(reason) {
     const box = el("input", { type: "checkbox", "data-partition": m.partition, "data-offset": m.offset });
     box.addEventListener("change", updateReplay);
     if (m.dropped) { box.disabled = true; box.title = "its contents were dropped to fit delay-failed: not replayable"; }
-    const val = m.value.base64 ? "base64 " + m.value.base64 : m.value.text;
+    const val = m.value.null ? "(none)" : m.value.base64 ? "base64 " + m.value.base64 : m.value.text || "";
     body.append(el("tr", { "data-offset": m.partition + "@" + m.offset },
       el("td", {}, box),
       el("td", {}, fmtTime(m.time)),
@@ -304,7 +307,7 @@ async function loadFailed(reason) {
       el("td", {}, m.source || ""),
       el("td", { class: "clip" }, el("code", {}, m.key.null ? "(none)" : m.key.text || m.key.base64)),
       el("td", { class: "clip", title: val }, el("code", {}, val)),
-      el("td", {}, m.partition + "@" + m.offset)));
+      el("td", { title: "partition " + m.partition + ", offset " + m.offset + " in delay-failed" }, m.partition + "@" + m.offset)));
   }
   if (!msgs.length) body.append(el("tr", {}, el("td", { colspan: 8 }, reason ? "no message matches" : "delay-failed is empty")));
   $("failed-all").checked = false;

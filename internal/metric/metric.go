@@ -55,3 +55,16 @@ func NewTasksFailed() *prometheus.CounterVec {
 		Help: "Tasks that went to delay-failed (or were dropped), by reason.",
 	}, []string{"reason"})
 }
+
+// NewTasksCancelled is delayq_tasks_cancelled_total: tasks taken out of the
+// schedule because their row carries the cancel marker (a cancel, the old
+// row of a reschedule, a replaced row): by ingest, which forgets their
+// index entries when it marks them, or by the scanner, which drops what
+// is still indexed when it falls due. Each entry is counted once, by the
+// one that removed it.
+func NewTasksCancelled() prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "delayq_tasks_cancelled_total",
+		Help: "Tasks taken out of the schedule because they were cancelled, moved or replaced: their index entry forgotten by ingest, or dropped by the scanner when due.",
+	})
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,14 +118,14 @@ type topicRow struct {
 	Topic       string `json:"topic"`
 	State       string `json:"state"`
 	PerSecond   int    `json:"per_second"`
-	ExpireAfter string `json:"expire_after"`
+	ExpireAfter string `json:"expire_after,omitempty"` // a Go duration; absent: no default expiry
 	Held        int64  `json:"held"`
 }
 
 func printTopics(sys *IO, st []topicctl.Status, all, asJSON bool) error {
 	rows := make([]topicRow, len(st))
 	for i, t := range st {
-		r := topicRow{Topic: t.Topic, State: t.State(all), PerSecond: t.Control.Rate, Held: t.Held, ExpireAfter: "-"}
+		r := topicRow{Topic: t.Topic, State: t.State(all), PerSecond: t.Control.Rate, Held: t.Held}
 		if t.Control.ExpireAfter > 0 {
 			r.ExpireAfter = t.Control.ExpireAfter.String()
 		}
@@ -144,11 +145,11 @@ func printTopics(sys *IO, st []topicctl.Status, all, asJSON bool) error {
 	tw := tabwriter.NewWriter(sys.Stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tSTATE\tRATE/S\tEXPIRE-AFTER\tHELD")
 	for _, r := range rows {
-		rate := "-"
+		rate, expire := "-", cmp.Or(r.ExpireAfter, "-")
 		if r.PerSecond > 0 {
 			rate = strconv.Itoa(r.PerSecond)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Topic, r.State, rate, r.ExpireAfter, r.Held)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Topic, r.State, rate, expire, r.Held)
 	}
 	return tw.Flush()
 }

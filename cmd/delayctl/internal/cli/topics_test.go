@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -24,6 +25,28 @@ func TestTopicCommands(t *testing.T) {
 	for _, want := range []string{"orders  paused", "mail    limited  500     10m0s"} {
 		if code != ExitOK || !strings.Contains(stdout, want) {
 			t.Errorf("topics: exit %d, output %q lacks %q", code, stdout, want)
+		}
+	}
+	// --json: expire_after is a Go duration when set and absent when not,
+	// never the table's "-".
+	stdout, _, code = run(t, nil, "", append([]string{"topics", "--json"}, r...)...)
+	var got struct {
+		Topics []map[string]any `json:"topics"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); code != ExitOK || err != nil {
+		t.Fatalf("topics --json: exit %d, %v: %q", code, err, stdout)
+	}
+	for _, tp := range got.Topics {
+		exp, has := tp["expire_after"]
+		switch tp["topic"] {
+		case "mail":
+			if exp != "10m0s" {
+				t.Errorf("topics --json: mail's expire_after = %v, want \"10m0s\"", exp)
+			}
+		case "orders":
+			if has {
+				t.Errorf("topics --json: orders has no default expiry, yet expire_after = %v", exp)
+			}
 		}
 	}
 	if stdout, _, _ = run(t, nil, "", append([]string{"pause", "--all"}, r...)...); !strings.Contains(stdout, "ALL TOPICS PAUSED") {
