@@ -260,6 +260,9 @@ func (c *Client) Message(t Task) (kafka.Message, Receipt, error) {
 	headers = append(headers, recurrence(t)...)
 	headers = append(headers, expiry(t)...)
 	m := kafka.Message{Topic: input, Key: t.Key, Value: t.Value, Headers: headers, Time: now}
+	if err := payload.CheckLimits(m); err != nil {
+		return kafka.Message{}, Receipt{}, invalid([]string{err.Error()})
+	}
 	return m, Receipt{ID: id, At: at, Input: input}, nil
 }
 
@@ -397,6 +400,9 @@ func (c *Client) replaceMessage(t Task) (kafka.Message, Receipt, error) {
 		return kafka.Message{}, Receipt{}, err
 	}
 	m.Headers = append(m.Headers, kafka.Header{Key: payload.HeaderOp, Value: []byte(payload.OpReplace)})
+	if err := payload.CheckLimits(m); err != nil {
+		return kafka.Message{}, Receipt{}, invalid([]string{err.Error()})
+	}
 	return m, r, nil
 }
 

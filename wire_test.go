@@ -191,3 +191,33 @@ func TestWireVectors(t *testing.T) {
 		t.Errorf("vectors' input %q, slow %q, max_delay %s, slow_after %s: not the client's defaults", v.Input, v.Slow, v.MaxDelay, v.SlowAfter)
 	}
 }
+
+// A task whose message delayd would refuse for its size is refused before
+// anything is written: the bound counts key, value and every header.
+func TestMessagePayloadLimit(t *testing.T) {
+	c, err := New(Config{Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	task := Task{ID: "big", Topic: "orders", After: time.Minute}
+	m, _, err := c.Message(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := payload.DefaultMaxPayload
+	for _, h := range m.Headers {
+		room -= len(h.Key) + len(h.Value) + payload.HeaderOverhead
+	}
+	task.Value = make([]byte, room)
+	if _, _, err := c.Message(task); err != nil {
+		t.Fatalf("a message of exactly %d bytes: %v", payload.DefaultMaxPayload, err)
+	}
+	task.Value = make([]byte, room+1)
+	if _, _, err := c.Message(task); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "over the 1048576-byte limit") {
+		t.Errorf("one byte more: %v, want ErrInvalid over the limit", err)
+	}
+	if _, _, err := c.replaceMessage(Task{ID: "big", Topic: "orders", After: time.Minute, Value: make([]byte, room)}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a replace, whose delay-op makes it over the limit: %v, want ErrInvalid", err)
+	}
+}

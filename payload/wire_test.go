@@ -240,3 +240,22 @@ func TestWireDecodeVectors(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckLimits(t *testing.T) {
+	at := kafka.Header{Key: payload.HeaderAt, Value: []byte("1893456000000")}
+	for _, tc := range []struct {
+		name string
+		m    kafka.Message
+		want string // "" accepted, else a substring of the reason
+	}{
+		{"small", kafka.Message{Value: []byte("v"), Headers: []kafka.Header{at}}, ""},
+		{"delay-at twice", kafka.Message{Headers: []kafka.Header{at, at}}, "delay-at: header given more than once"},
+		{"257 headers", kafka.Message{Headers: make([]kafka.Header, payload.MaxHeaders+1)}, "over the limit of 256"},
+		{"1 MiB value and a header", kafka.Message{Value: make([]byte, payload.DefaultMaxPayload), Headers: []kafka.Header{at}}, "over the 1048576-byte limit"},
+	} {
+		err := payload.CheckLimits(tc.m)
+		if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, payload.ErrContract) || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
