@@ -161,7 +161,8 @@ type Task struct {
 	// ExpireAfter (zero: none, or the topic's default) is how late the
 	// task may still be delivered: later than its due time plus that, it
 	// goes to delay-failed with delay-error "expired" instead
-	// (delay-expire-after).
+	// (delay-expire-after). Give it as the field or as a
+	// delay-expire-after header, not both (Decode refuses the pair).
 	ExpireAfter time.Duration
 }
 
@@ -257,10 +258,11 @@ func (c *Client) Message(t Task) (kafka.Message, Receipt, error) {
 		kafka.Header{Key: payload.HeaderID, Value: []byte(id)},
 	)
 	headers = append(headers, recurrence(t)...)
-	if t.ExpireAfter > 0 {
-		headers = append(headers, kafka.Header{Key: payload.HeaderExpireAfter, Value: []byte(t.ExpireAfter.String())})
-	}
+	headers = append(headers, expiry(t)...)
 	m := kafka.Message{Topic: input, Key: t.Key, Value: t.Value, Headers: headers, Time: now}
+	if err := payload.CheckLimits(m); err != nil {
+		return kafka.Message{}, Receipt{}, invalid([]string{err.Error()})
+	}
 	return m, Receipt{ID: id, At: at, Input: input}, nil
 }
 
@@ -277,6 +279,15 @@ func (c *Client) SendAll(ctx context.Context, ms []kafka.Message) error { return
 // a task that does not exist or is already delivered is harmless. at is
 // truncated to milliseconds.
 func (c *Client) Cancel(ctx context.Context, id string, at time.Time) error {
+	m, err := c.cancelMessage(id, at)
+	if err != nil {
+		return err
+	}
+	return c.sendOp(ctx, m)
+}
+
+// cancelMessage returns the message Cancel writes, or why it writes none.
+func (c *Client) cancelMessage(id string, at time.Time) (kafka.Message, error) {
 	var reasons []string
 	reasons = checkID(reasons, id)
 	if id == "" {
@@ -288,9 +299,9 @@ func (c *Client) Cancel(ctx context.Context, id string, at time.Time) error {
 		reasons = checkDue(reasons, "at", at, c.now(), c.cfg.MaxDelay)
 	}
 	if err := invalid(reasons); err != nil {
-		return err
+		return kafka.Message{}, err
 	}
-	return c.sendOp(ctx, payload.OpCancel, id, at)
+	return c.opMessage(payload.OpCancel, id, at), nil
 }
 
 // CancelByID cancels the task with this id whatever its due time
@@ -300,10 +311,20 @@ func (c *Client) Cancel(ctx context.Context, id string, at time.Time) error {
 // --max-delay + --retention, whether or not a task of the id was stored
 // before. Cancelling a delivered id is harmless.
 func (c *Client) CancelByID(ctx context.Context, id string) error {
-	if err := checkOpID(id, payload.OpCancel); err != nil {
+	m, err := c.cancelByIDMessage(id)
+	if err != nil {
 		return err
 	}
-	return c.sendOp(ctx, payload.OpCancel, id, time.Time{})
+	return c.sendOp(ctx, m)
+}
+
+// cancelByIDMessage returns the message CancelByID writes, or why it
+// writes none.
+func (c *Client) cancelByIDMessage(id string) (kafka.Message, error) {
+	if err := checkOpID(id, payload.OpCancel); err != nil {
+		return kafka.Message{}, err
+	}
+	return c.opMessage(payload.OpCancel, id, time.Time{}), nil
 }
 
 // Reschedule moves the pending task with this id to at (truncated to
@@ -318,6 +339,16 @@ func (c *Client) CancelByID(ctx context.Context, id string) error {
 // than Config.MaxDelay ahead: ErrInvalid, nothing written. Reschedules of one id go to one partition, in order; the last
 // one wins.
 func (c *Client) Reschedule(ctx context.Context, id string, at time.Time) error {
+	m, err := c.rescheduleMessage(id, at)
+	if err != nil {
+		return err
+	}
+	return c.sendOp(ctx, m)
+}
+
+// rescheduleMessage returns the message Reschedule writes, or why it
+// writes none.
+func (c *Client) rescheduleMessage(id string, at time.Time) (kafka.Message, error) {
 	err := checkOpID(id, payload.OpReschedule)
 	if err == nil && at.IsZero() {
 		err = invalid([]string{"a reschedule needs the new due time (at)"})
@@ -325,9 +356,9 @@ func (c *Client) Reschedule(ctx context.Context, id string, at time.Time) error 
 		err = invalid(checkDue(nil, "at", at, c.now(), c.cfg.MaxDelay))
 	}
 	if err != nil {
-		return err
+		return kafka.Message{}, err
 	}
-	return c.sendOp(ctx, payload.OpReschedule, id, at)
+	return c.opMessage(payload.OpReschedule, id, at), nil
 }
 
 // Replace stores t in place of the task with the id t.ID (required): new
@@ -341,6 +372,19 @@ func (c *Client) Reschedule(ctx context.Context, id string, at time.Time) error 
 // series under a new one. Like Submit, it returns once the brokers have
 // the message; the Receipt's At is the new due time.
 func (c *Client) Replace(ctx context.Context, t Task) (Receipt, error) {
+	m, r, err := c.replaceMessage(t)
+	if err != nil {
+		return Receipt{}, err
+	}
+	if err := c.Send(ctx, m); err != nil {
+		return Receipt{}, fmt.Errorf("delayq: replace %s to %s: %w", r.ID, r.Input, err)
+	}
+	return r, nil
+}
+
+// replaceMessage returns the message Replace writes and its receipt, or
+// why it writes none.
+func (c *Client) replaceMessage(t Task) (kafka.Message, Receipt, error) {
 	err := checkOpID(t.ID, payload.OpReplace)
 	recurs := slices.ContainsFunc(t.Headers, func(h kafka.Header) bool {
 		return h.Key == payload.HeaderEvery || h.Key == payload.HeaderCron
@@ -349,23 +393,23 @@ func (c *Client) Replace(ctx context.Context, t Task) (Receipt, error) {
 		err = invalid([]string{"a replace stores a single task: no Every, Cron, TZ, Until or Count"})
 	}
 	if err != nil {
-		return Receipt{}, err
+		return kafka.Message{}, Receipt{}, err
 	}
 	m, r, err := c.Message(t)
 	if err != nil {
-		return Receipt{}, err
+		return kafka.Message{}, Receipt{}, err
 	}
 	m.Headers = append(m.Headers, kafka.Header{Key: payload.HeaderOp, Value: []byte(payload.OpReplace)})
-	if err := c.Send(ctx, m); err != nil {
-		return Receipt{}, fmt.Errorf("delayq: replace %s to %s: %w", r.ID, r.Input, err)
+	if err := payload.CheckLimits(m); err != nil {
+		return kafka.Message{}, Receipt{}, invalid([]string{err.Error()})
 	}
-	return r, nil
+	return m, r, nil
 }
 
-// sendOp writes the op (cancel or reschedule) of id to the input topic,
-// keyed by id so that the ops of one id stay in order; a zero at sends no
-// delay-at (cancel by id).
-func (c *Client) sendOp(ctx context.Context, op, id string, at time.Time) error {
+// opMessage returns the message of the op (cancel or reschedule) of id on
+// the input topic, keyed by id so that the ops of one id stay in order; a
+// zero at sends no delay-at (cancel by id).
+func (c *Client) opMessage(op, id string, at time.Time) kafka.Message {
 	m := kafka.Message{
 		Topic: c.cfg.Input,
 		Key:   []byte(id),
@@ -378,8 +422,13 @@ func (c *Client) sendOp(ctx context.Context, op, id string, at time.Time) error 
 	if !at.IsZero() {
 		m.Headers = append(m.Headers, kafka.Header{Key: payload.HeaderAt, Value: unixMilli(at)})
 	}
+	return m
+}
+
+// sendOp writes m, an op built by opMessage.
+func (c *Client) sendOp(ctx context.Context, m kafka.Message) error {
 	if err := c.write(ctx, m); err != nil {
-		return fmt.Errorf("delayq: %s %s to %s: %w", op, id, c.cfg.Input, err)
+		return fmt.Errorf("delayq: %s %s to %s: %w", m.Headers[0].Value, m.Key, m.Topic, err)
 	}
 	return nil
 }
@@ -449,7 +498,8 @@ func checkTask(t Task, now time.Time, maxDelay time.Duration) (time.Time, error)
 	if t.ExpireAfter < 0 {
 		reasons = append(reasons, fmt.Sprintf("ExpireAfter %v is negative", t.ExpireAfter))
 	}
-	if _, _, err := payload.ExpireAfter(t.Headers); err != nil {
+	// Decode counts the field and a delay-expire-after header as two.
+	if _, _, err := payload.ExpireAfter(append(slices.Clip(t.Headers), expiry(t)...)); err != nil {
 		reasons = append(reasons, err.Error())
 	}
 	var untilErr error
@@ -487,6 +537,15 @@ func recurrence(t Task) []kafka.Header {
 		add(payload.HeaderCount, strconv.Itoa(t.Count))
 	}
 	return hs
+}
+
+// expiry returns the delay-expire-after header of t.ExpireAfter: none
+// unless it is above zero.
+func expiry(t Task) []kafka.Header {
+	if t.ExpireAfter <= 0 {
+		return nil
+	}
+	return []kafka.Header{{Key: payload.HeaderExpireAfter, Value: []byte(t.ExpireAfter.String())}}
 }
 
 // checkDue adds the reasons to refuse the due time at (named name): before

@@ -213,6 +213,17 @@ func splitHeaders(m kafka.Message, maxPayload int) (inputHeaders, error) {
 	return hs, nil
 }
 
+// CheckLimits applies Decode's bounds on an input message as a whole, for
+// producers that check before they send (the Go client): at most
+// MaxHeaders headers, each control and recurrence header at most once,
+// key + value + headers (HeaderOverhead bytes each beside key and value)
+// at most DefaultMaxPayload bytes, delayd's bound. Errors wrap ErrContract
+// and read as delay-failed's reason would.
+func CheckLimits(m kafka.Message) error {
+	_, err := splitHeaders(m, DefaultMaxPayload)
+	return err
+}
+
 // decodeOp returns the Task that delay-op (h, nil when absent) makes.
 func decodeOp(h *kafka.Header) (Task, error) {
 	var t Task
