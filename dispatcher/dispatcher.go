@@ -212,6 +212,13 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 	log := d.log.With("tick", at.Unix())
 	backlog := d.backlogTick(at)
 	policy := retry.Policy{Backoff: d.cfg.Backoff}
+	if err := d.check(ctx, d.turn(at, time.Now()), writeEmit); err != nil {
+		// The timer fired after the tick's turn (the process was paused,
+		// or starved): the next tick is another instance's to win.
+		log.Info("tick skipped: its turn ended before its lock was asked for", "err", err)
+		d.metrics.ticks.WithLabelValues(resultError).Inc()
+		return resultError
+	}
 	var (
 		won  bool
 		turn fence.Until // the fence of the tick's writes

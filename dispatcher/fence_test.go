@@ -92,3 +92,24 @@ func TestTickFencedAfterItsTurn(t *testing.T) {
 		})
 	}
 }
+
+// TestTickSkippedAfterItsTurn: a dispatcher paused while it waited for a
+// tick wakes after the tick's turn and does not ask for its lock (which
+// may have expired after a long pause); it counts the skipped emit.
+func TestTickSkippedAfterItsTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ix, w := &pausingIndex{}, &countingWriter{}
+		d, err := New(Config{Tick: time.Second, ScanTopic: "scan", BacklogEvery: -1}, ix, winningLocker{}, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := d.nextTick(time.Now())
+		time.Sleep(time.Until(at.Add(time.Second))) // woken a tick late
+		if got := d.tick(context.Background(), at); got != resultError || w.msgs != 0 || ix.retired != 0 {
+			t.Fatalf("late tick = %s, %d scan tasks, %d retires; want error, 0, 0", got, w.msgs, ix.retired)
+		}
+		if got := counter(t, d.metrics.fenced.WithLabelValues("dispatcher", writeEmit)); got != 1 {
+			t.Fatalf("fenced emits %v, want 1", got)
+		}
+	})
+}
