@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +33,10 @@ const (
 	writeFailed = "failed" // the failed topic
 	writeCommit = "commit"
 )
+
+// fenced reports a write the fence refused: retrying it cannot help, the
+// lease was revoked (or the context ended while it was lapsed).
+func fenced(err error) bool { return errors.Is(err, fence.ErrFenced) }
 
 // check checks the fence of ctx and counts a refusal.
 func check(ctx context.Context, c *prometheus.CounterVec, write string) error {

@@ -79,7 +79,7 @@ func (in *Ingester) resolve(ctx context.Context, tasks []payload.Task, recorded 
 	if len(b.IDs) == 0 {
 		return &taskstate.Plan{}, nil, nil
 	}
-	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
+	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout, Permanent: fenced}
 	opIDs := b.OpIDs()
 	if len(opIDs) > 0 {
 		ttl := opFlagTTL(in.cfg.Decode.MaxDelay, in.cfg.Retention)
@@ -185,7 +185,7 @@ func (in *Ingester) settle(ctx context.Context, policy retry.Policy, p *taskstat
 // finish writes what a plan leaves after the index: the cancel markers,
 // then the id rows' current due times.
 func (in *Ingester) finish(ctx context.Context, p *taskstate.Plan) error {
-	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
+	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout, Permanent: fenced}
 	if len(p.Markers) > 0 {
 		markers := make([]payload.Task, len(p.Markers))
 		for j, m := range p.Markers {

@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +35,10 @@ const (
 	writeHold    = "hold"
 	writeRelease = "release"
 )
+
+// isFenced reports a write the fence refused: retrying it cannot help,
+// the lease was revoked or expired.
+func isFenced(err error) bool { return errors.Is(err, fence.ErrFenced) }
 
 // check checks the fence of ctx and counts a refusal.
 func check(ctx context.Context, c *prometheus.CounterVec, write string) error {

@@ -135,7 +135,7 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 		log:        log,
 		m:          m,
 		stage:      stage,
-		policy:     retry.Policy{Backoff: cfg.Backoff},
+		policy:     retry.Policy{Backoff: cfg.Backoff, Permanent: isFenced},
 		missingLog: newLimiter(missingLogRate),
 		authLog:    newLimiter(missingLogRate),
 		recurM:     rm,
