@@ -8,8 +8,10 @@
 // Source's steady input, stops the three single-role processes with
 // SIGSTOP until the coordinator has handed their partitions to the first
 // (and it has won ticks), continues them with SIGCONT, and checks that
-// each one's fence refused its writes (delayq_fenced_writes_total of the
-// resumed process), that nothing was lost, early or cancelled and
+// the scanner's and the ingest's fences refused their writes
+// (delayq_fenced_writes_total of the resumed process; the dispatcher's is
+// reported: a pause caught inside a lock attempt it lost leaves it
+// nothing to refuse), that nothing was lost, early or cancelled and
 // delivered, and reports the duplicates.
 //
 // It pauses only its own delayd processes, but needs a Kafka of its own

@@ -81,9 +81,19 @@ func TestPause(t *testing.T) {
 	for _, r := range roles {
 		r.d.Resume()
 	}
-	// Each resumed process meets its fence: its first writes for the work
-	// it lost are refused.
+	// The resumed scanner and ingest meet their fence: each wakes holding
+	// work of its lost generation (entries read, a batch fetched), and its
+	// first writes for it are refused. The dispatcher's fence refuses a
+	// write only when the pause found it waiting for a tick (the tick is
+	// then skipped) or between winning and writing; a pause inside a lock
+	// attempt that lost, or after a tick's writes, leaves nothing to
+	// refuse, so its count is reported, not required (its unit tests,
+	// TestTickFencedAfterItsTurn and TestTickSkippedAfterItsTurn, cover
+	// both cases).
 	for _, r := range roles {
+		if r.group == "" {
+			continue
+		}
 		e2etest.WaitFor(t, 30*time.Second, r.name+"'s fence refusing writes", func() bool {
 			return fenced(t, r.d, r.name) > 0
 		})
