@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/fence"
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/scantask"
 	"github.com/delayq/delayq/topics"
@@ -211,8 +212,19 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 	log := d.log.With("tick", at.Unix())
 	backlog := d.backlogTick(at)
 	policy := retry.Policy{Backoff: d.cfg.Backoff}
-	var won bool
+	if err := d.check(ctx, d.turn(at, time.Now()), writeEmit); err != nil {
+		// The timer fired after the tick's turn (the process was paused,
+		// or starved): the next tick is another instance's to win.
+		log.Info("tick skipped: its turn ended before its lock was asked for", "err", err)
+		d.metrics.ticks.WithLabelValues(resultError).Inc()
+		return resultError
+	}
+	var (
+		won  bool
+		turn fence.Until // the fence of the tick's writes
+	)
 	err := d.stage.Do(ctx, "lock", policy, func(ctx context.Context) (err error) {
+		turn = d.turn(at, time.Now())
 		won, err = d.locker.TryLock(ctx, d.lockName(at), d.lockExpiry)
 		return err
 	})
@@ -227,14 +239,23 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 	// instance can win this tick late.
 	if err == nil {
 		start := time.Now()
-		err = d.stage.Do(ctx, "emit", policy, func(ctx context.Context) error {
-			n, err := d.emit(ctx, at.Add(d.cfg.Lookahead).UnixMilli())
+		emit := policy
+		emit.Permanent = func(err error) bool { return errors.Is(err, fence.ErrFenced) }
+		err = d.stage.Do(ctx, "emit", emit, func(ctx context.Context) error {
+			n, err := d.emit(ctx, turn, at.Add(d.cfg.Lookahead).UnixMilli())
 			if err == nil && n > 0 {
 				log.Debug("dispatched", "scan_tasks", n)
 			}
 			return err
 		})
 		d.observe(phaseEmit, start)
+	}
+	if errors.Is(err, fence.ErrFenced) {
+		// Paused past the tick's turn: another instance may emit the next
+		// tick now; this one writes nothing more for its own.
+		log.Info("tick fenced: its turn ended before its writes, the next tick covers it", "err", err)
+		d.metrics.ticks.WithLabelValues(resultError).Inc()
+		return resultError
 	}
 	if err != nil {
 		log.Debug("tick given up, the next tick covers it", "err", err)
@@ -244,7 +265,10 @@ func (d *Dispatcher) tick(ctx context.Context, at time.Time) string {
 	d.metrics.ticks.WithLabelValues(resultWon).Inc()
 
 	start := time.Now()
-	retired, err := d.ix.Retire(ctx, at.Add(-d.cfg.RetireGrace).UnixMilli())
+	var retired int
+	if err = d.check(ctx, turn, writeRetire); err == nil {
+		retired, err = d.ix.Retire(ctx, at.Add(-d.cfg.RetireGrace).UnixMilli())
+	}
 	d.observe(phaseRetire, start)
 	if err != nil {
 		log.Warn("retire failed", "err", err)
@@ -277,9 +301,30 @@ func (d *Dispatcher) backlogTick(at time.Time) bool {
 	return every > 0 && at.UnixMilli()%every < d.cfg.Tick.Milliseconds()
 }
 
+// turn is the fence of the writes of the tick at `at` whose lock was
+// asked for at start (read before the call, so it carries the monotonic
+// clock): valid until the next tick, when another instance may win and
+// emit, and never past the lock's expiry. A dispatcher paused between
+// winning and writing (a long GC, a frozen VM, SIGSTOP) wakes past it
+// and writes nothing for a tick whose turn has passed; a wall-clock step
+// does not move it.
+func (d *Dispatcher) turn(at, start time.Time) fence.Until {
+	left := min(at.Add(d.cfg.Tick).Sub(start), d.lockExpiry)
+	return fence.Until(start.Add(left))
+}
+
+// check checks the fence of a tick's write and counts a refusal.
+func (d *Dispatcher) check(ctx context.Context, turn fence.Until, write string) error {
+	err := turn.Check(ctx)
+	if err != nil {
+		d.metrics.fenced.WithLabelValues("dispatcher", write).Inc()
+	}
+	return err
+}
+
 // emit writes one scan task per due group of zsets (zset.Group) in one
-// batch and returns how many.
-func (d *Dispatcher) emit(ctx context.Context, until int64) (int, error) {
+// batch, checking the tick's fence right before, and returns how many.
+func (d *Dispatcher) emit(ctx context.Context, turn fence.Until, until int64) (int, error) {
 	groups, err := d.ix.DueGroups(ctx, until)
 	if err != nil {
 		return 0, fmt.Errorf("dispatcher: due keys: %w", err)
@@ -293,6 +338,9 @@ func (d *Dispatcher) emit(ctx context.Context, until int64) (int, error) {
 		msgs[i] = scanTask(g, until).Message()
 		msgs[i].Topic = d.cfg.ScanTopic
 		msgs[i].Time = now
+	}
+	if err := d.check(ctx, turn, writeEmit); err != nil {
+		return 0, err
 	}
 	if err := d.w.WriteMessages(ctx, msgs...); err != nil {
 		return 0, fmt.Errorf("dispatcher: write %d scan tasks: %w", len(msgs), err)

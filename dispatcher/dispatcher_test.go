@@ -404,7 +404,8 @@ func TestTickStallsUntilRedisReturns(t *testing.T) {
 	}
 	var logs syncBuffer
 	scanner := &fakeScanner{ix: ix, scanned: map[zset.Entry][]int64{}, delivered: map[zset.Entry][]int64{}}
-	d, err := New(Config{Tick: time.Second, ScanTopic: "scan", Backoff: retry.Backoff{Base: 50 * time.Millisecond, Max: 200 * time.Millisecond},
+	// A 2 s tick: its turn (until the next tick) outlasts the 1 s outage.
+	d, err := New(Config{Tick: 2 * time.Second, ScanTopic: "scan", Backoff: retry.Backoff{Base: 50 * time.Millisecond, Max: 200 * time.Millisecond},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}, roles(ix), redlock.New(c), scanner)
 	if err != nil {
 		t.Fatal(err)

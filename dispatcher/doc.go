@@ -46,9 +46,17 @@
 //
 // Invariants: a missed or failed tick loses nothing, because a scan has an
 // upper bound only and a zset that is not drained stays registered and due;
-// the next tick lists it again. redsync has no fencing, so two instances can
-// rarely both emit for one tick; a duplicate scan task is harmless, since a
-// scan removes only what it read and delivered.
+// the next tick lists it again. redsync has no fencing token, so the
+// dispatcher fences its writes by time: the writes of the tick at T (scan
+// tasks, retire) are made only before T + Tick, when another instance may
+// win the next tick, on the monotonic clock read before the lock attempt
+// (fence.Until, never past the lock's expiry), checked before the attempt
+// and right before each write. A dispatcher paused (a long GC, a frozen
+// VM, SIGSTOP) between winning and writing, or woken after the tick's
+// turn, writes nothing for it; the next tick covers it. Refusals count in
+// delayq_fenced_writes_total{stage="dispatcher"}. Two instances can still
+// rarely both emit for one tick; a duplicate scan task is harmless, since
+// a scan removes only what it read and delivered.
 //
 // # Goroutines
 //

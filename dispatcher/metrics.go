@@ -26,7 +26,16 @@ type metrics struct {
 	// seconds is the time a won tick spends per phase: emit (DueGroups and
 	// the scan task write), retire, backlog.
 	seconds *prometheus.HistogramVec
+	// fenced counts writes refused because the tick's turn had passed
+	// (delayq_fenced_writes_total, shared with the other stages).
+	fenced *prometheus.CounterVec
 }
+
+// Values of the write label of delayq_fenced_writes_total.
+const (
+	writeEmit   = "emit"
+	writeRetire = "retire"
+)
 
 // Phases of a won tick.
 const (
@@ -62,6 +71,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, c := range []prometheus.Collector{m.ticks, m.emitted, m.pending, m.seconds} {
 		metric.Register(reg, &errs, c)
 	}
+	m.fenced = metric.Register(reg, &errs, metric.NewFencedWrites())
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("dispatcher: register metrics: %w", err)
 	}

@@ -302,7 +302,7 @@ func indexRefused(err error) bool { return errors.Is(err, zset.ErrBadEntry) }
 // never their fate. It returns an error only when ctx ended first.
 func (in *Ingester) narrow(ctx context.Context, op string, n int, permanent func(error) bool,
 	fn func(ctx context.Context, lo, hi int) error, refuse func(i int, err error)) error {
-	p := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout, Permanent: permanent}
+	p := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout, Permanent: func(err error) bool { return permanent(err) || fenced(err) }}
 	var split func(lo, hi int) error
 	split = func(lo, hi int) error {
 		if lo >= hi {

@@ -119,4 +119,13 @@
 //     reports it as an error.
 //   - Failed-topic messages never grow past what the writer takes: one too
 //     large loses its value (then its key and headers), noted in delay-error.
+//   - Fenced writes (fence.go): every write of a lane (Store.Put, PutIDs,
+//     Index.Add, FlagOps, the failed topic, the commit) checks the lease of
+//     its generation right before it (consumer.Fence, run next to the lanes
+//     for each generation). An ingester paused past its session (a long
+//     GC, a frozen VM, SIGSTOP) wakes with the lease lapsed, waits for the
+//     coordinator's answer, which revokes it, and writes nothing of the
+//     batch in hand: the partition's new owner reads that batch again, and
+//     later ops by id the new owner applied are not undone by stale writes.
+//     A revoked lease ends the generation. A fenced write is not retried.
 package ingest

@@ -29,7 +29,7 @@ const (
 // oversized input can never stall its partition.
 func (in *Ingester) writeFailed(ctx context.Context, msgs []kafka.Message) error {
 	pending := msgs
-	p := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
+	p := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout, Permanent: fenced}
 	return in.stage.Do(ctx, opFailed, p, func(ctx context.Context) error {
 		// Each message shrinks at most twice; then give up on this attempt.
 		for range 2*len(msgs) + 1 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/fence"
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/payload"
@@ -106,10 +107,11 @@ func New(cfg Config, store Store, ix Index, w Writer) (*Ingester, error) {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	return &Ingester{
-		cfg:     cfg,
-		st:      store,
-		ix:      ix,
-		w:       w,
+		cfg: cfg,
+		// Every write is checked against the fence of its context (fence.go).
+		st:      fencedStore{Store: store, fenced: m.fenced},
+		ix:      fencedIndex{Index: ix, fenced: m.fenced},
+		w:       fencedWriter{Writer: w, fenced: m.fenced},
 		log:     log,
 		m:       m,
 		stage:   stage,
@@ -199,6 +201,22 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 	in.log.Info("generation started", "generation", gen.ID, "member", gen.MemberID,
 		"input_partitions", slices.Sorted(slices.Values(assigned[in.cfg.Input])),
 		"slow_partitions", slices.Sorted(slices.Values(assigned[in.cfg.Slow])))
+	// The generation's writes are fenced by its lease (fence.go); a revoked
+	// lease ends the lanes as the generation's end does.
+	lease := fence.NewLease()
+	gctx, endGen := context.WithCancel(gctx)
+	defer endGen()
+	fctx, stopFence := context.WithCancel(context.WithoutCancel(ctx))
+	fenceDone := make(chan struct{})
+	go func() {
+		defer close(fenceDone)
+		consumer.Fence(fctx, consumer.GroupConfig{ID: in.cfg.GroupID, Brokers: in.cfg.Brokers, Auth: in.cfg.Auth},
+			gen, lease, in.log)
+		endGen() // revoked, or this function is returning
+	}()
+	defer func() { stopFence(); <-fenceDone }()
+	ctx = fence.With(ctx, lease)
+
 	c := &serialCommitter{c: gen}
 	if len(resumed) > 0 {
 		// The batches the last generation stored but could not commit:

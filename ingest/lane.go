@@ -191,7 +191,10 @@ func (in *Ingester) process(ctx context.Context, c committer, l lane, batch []ka
 			l.topic, l.partition, first.Offset, last.Offset, err)
 	}
 	next := last.Offset + 1
-	err := in.stage.Do(ctx, opCommit, retry.Policy{Backoff: in.backoff, Permanent: generationOver}, func(context.Context) error {
+	err := in.stage.Do(ctx, opCommit, retry.Policy{Backoff: in.backoff, Permanent: func(err error) bool { return generationOver(err) || fenced(err) }}, func(ctx context.Context) error {
+		if err := check(ctx, in.m.fenced, writeCommit); err != nil {
+			return err
+		}
 		return c.CommitOffsets(map[string]map[int]int64{l.topic: {l.partition: next}})
 	})
 	if err != nil {

@@ -84,7 +84,7 @@ func ops(tasks []payload.Task, recorded []time.Time) []taskstate.Op {
 func (in *Ingester) resolve(ctx context.Context, tasks []payload.Task, recorded []time.Time,
 	refused map[int]refusal) (*taskstate.Plan, map[payload.Ref]*payload.Task, map[uint64]bool, error) {
 	b := taskstate.Begin(ops(tasks, recorded), func(i int) bool { _, ok := refused[i]; return ok })
-	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
+	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout, Permanent: fenced}
 	flag := b.OpIDs()
 	for i, t := range tasks {
 		if _, no := refused[i]; !no && t.Cancel && t.Control == payload.ControlNone {
@@ -207,7 +207,7 @@ func (in *Ingester) settle(ctx context.Context, policy retry.Policy, p *taskstat
 // finish writes what a plan leaves after the index: the cancel markers,
 // then the id rows' current due times.
 func (in *Ingester) finish(ctx context.Context, p *taskstate.Plan) error {
-	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout}
+	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout, Permanent: fenced}
 	if len(p.Markers) > 0 {
 		markers := make([]payload.Task, len(p.Markers))
 		for j, m := range p.Markers {

@@ -32,6 +32,7 @@ type metrics struct {
 	cancelled    prometheus.Counter // entries forgotten (forget), shared with the scanner
 	batch        prometheus.Histogram
 	commitErrors prometheus.Counter
+	fenced       *prometheus.CounterVec
 	// replicasRedone counts batches stored again because a Redis master
 	// was replaced while they were stored (replicas.go).
 	replicasRedone prometheus.Counter
@@ -69,6 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "delayq_ingest_commit_errors_total",
 			Help: "Input offset commits that failed for good (the generation ended first; the batch will be read again).",
 		})),
+		fenced: metric.Register(reg, &errs, metric.NewFencedWrites()),
 		replicasRedone: metric.Register(reg, &errs, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "delayq_ingest_redis_master_changed_total",
 			Help: "Input batches stored again because a Redis master was replaced while they were stored (--redis-min-replicas).",

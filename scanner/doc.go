@@ -121,4 +121,14 @@
 //     topic's default) goes to FailedTopic with delay-error "expired".
 //   - A due entry without a row is logged at WARN with its id and due time
 //     (rate-limited), counted in delayq_tasks_missing_total and removed.
+//   - Fenced writes (fence.go): every produce, remove, hold and write of a
+//     next occurrence checks, right before it, the fence of its context:
+//     a worker's is its generation's lease (consumer.Fence, one goroutine
+//     per generation), the releaser's its topic lease's expiry measured
+//     from before it was asked for. A scanner paused past its session wakes
+//     holding entries it read before the pause; its lease has lapsed, it
+//     waits for the coordinator's answer, which revokes it, and it
+//     produces and removes nothing more for the generation, which ends.
+//     The next owner delivers those entries. A write that was in flight
+//     during the pause is not stopped (at least once).
 package scanner

@@ -21,6 +21,7 @@ type metrics struct {
 	commitErrors prometheus.Counter
 	parked       prometheus.Gauge
 	unauthorized prometheus.Counter
+	fenced       *prometheus.CounterVec
 }
 
 // newMetrics builds the scanner's metrics and registers them with reg (nil:
@@ -69,6 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "delayq_delivery_unauthorized_total",
 			Help: "Writes of a delivery that Kafka refused because delayd's principal may not write its topic (retried until an ACL allows it).",
 		})),
+		fenced: metric.Register(reg, &errs, metric.NewFencedWrites()),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scanner: metrics: %w", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/delayq/delayq/internal/fence"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topicctl"
 	"github.com/delayq/delayq/zset"
@@ -90,6 +91,7 @@ func (s *Scanner) releaseRound(ctx context.Context, owner string) error {
 		if ctl.Paused {
 			continue
 		}
+		start := time.Now() // before the lease is asked for: its expiry on this clock
 		ok, err := c.Lease(ctx, topic, owner, leaseTTL)
 		if err != nil {
 			return err
@@ -97,12 +99,15 @@ func (s *Scanner) releaseRound(ctx context.Context, owner string) error {
 		if !ok {
 			continue
 		}
+		// The topic's writes are fenced by the lease (fence.go): a releaser
+		// paused past it writes nothing for the topic when it wakes.
+		lctx := fence.With(ctx, fence.Until(start.Add(leaseTTL)))
 		until, err := s.fence(ctx)
 		if err != nil {
 			return err
 		}
 		for range releaseRounds {
-			n, err := s.releaseTopic(ctx, topic, ctl, until)
+			n, err := s.releaseTopic(lctx, topic, ctl, until)
 			if err != nil {
 				return err
 			}

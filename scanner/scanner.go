@@ -11,6 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/fence"
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/kafka/kafkaauth"
@@ -117,16 +118,24 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scanner: %w", err)
 	}
+	// Every write is checked against the fence of its context (fence.go).
+	if cfg.Controls != nil {
+		cfg.Controls = fencedControls{controls: cfg.Controls, fenced: m.fenced}
+	}
+	var single Writer
+	if cfg.SingleWriter != nil {
+		single = fencedWriter{Writer: cfg.SingleWriter, fenced: m.fenced}
+	}
 	return &Scanner{
 		cfg:        cfg,
-		ix:         ix,
-		store:      store,
-		w:          w,
-		single:     cfg.SingleWriter,
+		ix:         fencedIndex{Index: ix, fenced: m.fenced},
+		store:      fencedStore{Store: store, fenced: m.fenced},
+		w:          fencedWriter{Writer: w, fenced: m.fenced},
+		single:     single,
 		log:        log,
 		m:          m,
 		stage:      stage,
-		policy:     retry.Policy{Backoff: cfg.Backoff},
+		policy:     retry.Policy{Backoff: cfg.Backoff, Permanent: isFenced},
 		missingLog: newLimiter(missingLogRate),
 		authLog:    newLimiter(missingLogRate),
 		recurM:     rm,
@@ -151,7 +160,7 @@ func (s *Scanner) Run(ctx context.Context) error {
 	}
 	if s.cfg.SingleWriter == nil {
 		w := producer.New(producer.Config{Brokers: s.cfg.Brokers, Auth: s.cfg.Auth, BatchSize: 1, Logger: s.log})
-		s.single = confirmed{Writer: w, brokers: s.cfg.Brokers, auth: s.cfg.Auth}
+		s.single = fencedWriter{Writer: confirmed{Writer: w, brokers: s.cfg.Brokers, auth: s.cfg.Auth}, fenced: s.m.fenced}
 		defer func() {
 			if err := w.Close(); err != nil {
 				s.log.Warn("close single writer", "err", err)
@@ -200,6 +209,24 @@ func (s *Scanner) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		return
 	}
 
+	// The generation's writes are fenced by its lease (fence.go): valid
+	// while the coordinator counts this member, revoked once it gave the
+	// partitions away (a process paused past its session). A revoked
+	// lease ends the partitions' work as the generation's end does.
+	lease := fence.NewLease()
+	gctx, endGen := context.WithCancel(gctx)
+	defer endGen()
+	fctx, stopFence := context.WithCancel(context.WithoutCancel(ctx))
+	fenceDone := make(chan struct{})
+	go func() {
+		defer close(fenceDone)
+		consumer.Fence(fctx, consumer.GroupConfig{ID: s.cfg.GroupID, Brokers: s.cfg.Brokers, Auth: s.cfg.Auth},
+			gen, lease, s.log)
+		endGen() // revoked, or this function is returning
+	}()
+	defer func() { stopFence(); <-fenceDone }()
+	wctx := fence.With(ctx, lease)
+
 	owner := s.owner(ctx)
 	parts := make([]*partition, len(assigned))
 	var wg sync.WaitGroup
@@ -210,7 +237,7 @@ func (s *Scanner) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.consume(ctx, gctx, p, a.Offset)
+			s.consume(wctx, gctx, p, a.Offset)
 		}()
 	}
 	finished := make(chan struct{})

@@ -4,6 +4,7 @@
 //
 // It lives apart from package dispatcher so that the dispatcher depends on
 // the interface it declares, not on redsync, and tests can elect with
-// anything. redsync has no fencing: two instances can rarely both win a
-// tick; the dispatcher's scan tasks are harmless when duplicated.
+// anything. redsync has no fencing token: two instances can rarely both
+// win a tick; the dispatcher's scan tasks are harmless when duplicated,
+// and the dispatcher fences its writes by the tick's turn itself.
 package redlock

@@ -240,6 +240,21 @@ func (d *Delayd) Kill() {
 	<-d.done
 }
 
+// Pause stops the process with SIGSTOP, as a long garbage collection or
+// a frozen VM would: it keeps its connections and sees no time pass.
+func (d *Delayd) Pause(tb testing.TB) {
+	tb.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		tb.Fatalf("SIGSTOP delayd %s: %v", d.Name, err)
+	}
+}
+
+// Resume continues a paused process with SIGCONT; a process that runs
+// ignores it.
+func (d *Delayd) Resume() {
+	_ = d.cmd.Process.Signal(syscall.SIGCONT)
+}
+
 // Exited reports whether the process has ended.
 func (d *Delayd) Exited() bool {
 	select {

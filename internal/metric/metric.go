@@ -68,3 +68,15 @@ func NewTasksCancelled() prometheus.Counter {
 		Help: "Tasks taken out of the schedule because they were cancelled, moved or replaced: their index entry forgotten by ingest, or dropped by the scanner when due.",
 	})
 }
+
+// NewFencedWrites is delayq_fenced_writes_total{stage,write}: writes a
+// fence refused (package internal/fence) because the work they were for
+// had passed to another instance while this one was paused, by stage
+// (dispatcher, scanner, ingest) and write (emit, retire, produce, remove,
+// hold, put, add, ...). Each refused attempt counts once.
+func NewFencedWrites() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "delayq_fenced_writes_total",
+		Help: "Writes refused because the lock, lease or consumer-group generation they were for had passed to another instance (a paused process), by stage and write.",
+	}, []string{"stage", "write"})
+}

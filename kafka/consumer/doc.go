@@ -3,7 +3,8 @@
 // Generations), the partition reader preset (Partition), a consumer-group
 // reader preset (NewReader), the group timing every group shares
 // (HeartbeatInterval, SessionTimeout, JoinBackoff, PartitionWatchInterval,
-// MaxDrain), and Window, the sliding-window offset committer.
+// MaxDrain), Window, the sliding-window offset committer, and Fence, a
+// generation's lease for fencing writes.
 //
 // # Timing
 //
@@ -14,6 +15,20 @@
 // rejoin must fit in MaxDrain; a member that drains longer loses its
 // partitions to another member while it still works on them. Every group
 // watches the partition count of its topics and rebalances when it grows.
+//
+// # Fence
+//
+// Fence keeps a generation's lease (internal/fence.Lease) for the writes a
+// stage makes for that generation's partitions: it heartbeats the member
+// itself once per HeartbeatInterval (kafka-go's heartbeats are not
+// observable), renews the lease for SessionTimeout − FenceMargin from each
+// heartbeat's send on every answer that keeps the member (none, or
+// REBALANCE_IN_PROGRESS), and revokes it when the coordinator no longer
+// counts the member. A process paused past its session wakes with the
+// lease lapsed and its writes waiting, and the first answer revokes it.
+// Its heartbeats also keep the member's session while a stage drains
+// after kafka-go ended the generation (MaxDrain still bounds the drain).
+// kafka-go v0.4.51 misdecodes heartbeat answers (heartbeatError).
 //
 // # Readers
 //
