@@ -104,7 +104,7 @@ func (o *ops) reschedule(i int) {
 		{Key: payload.HeaderOp, Value: []byte(payload.OpReschedule)},
 		{Key: payload.HeaderID, Value: []byte(id)},
 		{Key: payload.HeaderAt, Value: []byte(strconv.FormatInt(moved.UnixMilli(), 10))},
-		{Key: "seq", Value: []byte(seq + "/resched")},
+		{Key: "seq", Value: []byte(seq + resched)},
 	}}
 	batch := []kafka.Message{task, op}
 	if i%2 == 1 {
@@ -119,7 +119,7 @@ func (o *ops) reschedule(i int) {
 		return
 	}
 	o.ledger.Due[seq] = e2etest.Due{At: moved}
-	o.ledger.Cancels[seq+"/resched"] = true
+	o.ledger.Cancels[seq+resched] = true
 }
 
 func (o *ops) replace(i int) {

@@ -126,7 +126,7 @@ func TestSoak(t *testing.T) {
 	cfg := Config{Duration: time.Duration(minutes * float64(time.Minute)), Delayd: n}
 	plan := Schedule(seed, cfg)
 	say("seed=%d minutes=%v delayd=%d rate=%d/s: replay with SOAK_SEED=%d SOAK_MINUTES=%v SOAK_DELAYD=%d", seed, minutes, n, rate, seed, minutes, n)
-	say("schedule (%d faults, offsets from the first fault's window, %v into the traffic):", len(plan), warmUp)
+	say("schedule (%d faults; offsets count from %v into the traffic):", len(plan), warmUp)
 	for i, f := range plan {
 		say("  %2d %v", i, f)
 	}
@@ -185,6 +185,7 @@ func TestSoak(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 
+	refused := RefusedLate(l, failed.Snapshot())
 	all, rep := got(), l.Judge(got())
 	fl := l.JudgeFailed(failed.Snapshot())
 	rel := func(at time.Time) string { return e2etest.Ms(at.Sub(began)).String() }
@@ -199,10 +200,13 @@ func TestSoak(t *testing.T) {
 	}
 	say("outside every window: %s", Figures(Outside(l, due, windows).Judge(all)))
 	say("whole run: %s unknown=%d valid_in_failed=%d cancels_in_failed=%d malformed_in_failed=%d/%d | "+
-		"%d cancels and %d ops too late or retried (not judged), input paused up to %v (%d failed writes)",
+		"%d cancels and %d ops too late or retried and %d reschedules read after their task was due (not judged), input paused up to %v (%d failed writes)",
 		Figures(rep), rep.Unknown, fl.Valid, fl.Cancels, len(fl.Malformed), len(l.Malformed),
-		late, doubts, e2etest.Ms(src.Statistics().Longest), src.Statistics().Retries)
+		late, doubts, len(refused), e2etest.Ms(src.Statistics().Longest), src.Statistics().Retries)
 
+	if len(refused) > 0 {
+		say("reschedules that Kafka took in time but ingest read only after their task was due (behind a stall), refused to delay-failed: %v", refused)
+	}
 	if rep.Lost != 0 {
 		t.Errorf("%d of %d tasks lost (seq %v)", rep.Lost, rep.Accepted, rep.LostSeqs)
 	}
