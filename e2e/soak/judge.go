@@ -100,6 +100,19 @@ func RefusedLate(l e2etest.Ledger, failed []e2etest.Received) []string {
 	return seqs
 }
 
+// EarlySeqs returns up to ten seqs of l's tasks delivered before their
+// due time, to look up in the logs.
+func EarlySeqs(l e2etest.Ledger, got []e2etest.Received) []string {
+	var seqs []string
+	for _, g := range got {
+		seq := e2etest.Header(g.Msg, "seq")
+		if due, ok := l.Due[seq]; ok && g.Msg.Time.Before(due.At) && len(seqs) < 10 {
+			seqs = append(seqs, seq)
+		}
+	}
+	return seqs
+}
+
 // OccurrenceSeq is the seq a ledger gives occurrence n of the series whose
 // messages carry seq.
 func OccurrenceSeq(seq, n string) string { return seq + "#" + n }

@@ -93,3 +93,17 @@ func TestRefusedLate(t *testing.T) {
 		t.Errorf("r2 no longer judged: due %v, cancels %v", l.Due, l.Cancels)
 	}
 }
+
+// TestEarlySeqs names the tasks delivered before their due time only.
+func TestEarlySeqs(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := e2etest.NewLedger()
+	l.Due["a"], l.Due["b"] = e2etest.Due{At: t0}, e2etest.Due{At: t0}
+	at := func(seq string, d time.Duration) e2etest.Received {
+		return e2etest.Received{Msg: kafka.Message{Time: t0.Add(d), Headers: []kafka.Header{{Key: "seq", Value: []byte(seq)}}}}
+	}
+	got := EarlySeqs(l, []e2etest.Received{at("a", -time.Millisecond), at("b", 0), at("c", -time.Second)})
+	if len(got) != 1 || got[0] != "a" {
+		t.Errorf("EarlySeqs = %v, want [a]", got)
+	}
+}

@@ -211,7 +211,7 @@ func TestSoak(t *testing.T) {
 		t.Errorf("%d of %d tasks lost (seq %v)", rep.Lost, rep.Accepted, rep.LostSeqs)
 	}
 	if rep.Early != 0 {
-		t.Errorf("%d tasks delivered before their due time", rep.Early)
+		t.Errorf("%d tasks delivered before their due time (seq %v)", rep.Early, EarlySeqs(l, all))
 	}
 	if rep.CancelledDelivered != 0 {
 		t.Errorf("%d cancelled or replaced tasks delivered (seq %v)", rep.CancelledDelivered, rep.CancelledSeqs)
