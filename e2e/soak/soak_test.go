@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -37,6 +38,7 @@ func say(format string, args ...any) { fmt.Printf("soak: "+format+"\n", args...)
 // applied is a fault as it happened.
 type applied struct {
 	Fault
+	n            int // its place in the schedule
 	began, ended time.Time
 }
 
@@ -66,7 +68,7 @@ func (s *soak) restart(name string) {
 // apply runs fault i from its injection to its healing.
 func (s *soak) apply(i int, f Fault, zero time.Time) {
 	time.Sleep(time.Until(zero.Add(f.Start)))
-	a := applied{Fault: f, began: time.Now()}
+	a := applied{Fault: f, n: i, began: time.Now()}
 	toxic := e2etest.Toxic{Name: "f" + strconv.Itoa(i), Amount: f.Latency.Milliseconds()}
 	stack := proxied.Private()
 	fail := func(err error) {
@@ -191,10 +193,11 @@ func TestSoak(t *testing.T) {
 	rel := func(at time.Time) string { return e2etest.Ms(at.Sub(began)).String() }
 	var windows [][2]time.Time
 	say("the checker, per fault window (the tasks due from the fault's start to %v after its end):", after)
-	for i, a := range s.faults {
+	slices.SortFunc(s.faults, func(a, b applied) int { return a.n - b.n })
+	for _, a := range s.faults {
 		from, to := a.began, a.ended.Add(after)
 		windows = append(windows, [2]time.Time{from, to})
-		say("  %2d %-14s %-5s %s–%s (+%s to +%s): %s", i, a.Kind, a.Target,
+		say("  %2d %-14s %-5s %s–%s (+%s to +%s): %s", a.n, a.Kind, a.Target,
 			a.began.Format("15:04:05"), a.ended.Format("15:04:05"), rel(a.began), rel(a.ended),
 			Figures(Within(l, due, from, to).Judge(all)))
 	}
