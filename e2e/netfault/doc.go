@@ -24,7 +24,7 @@
 //
 // `make test` runs two of the six (a black hole between delayd and Kafka,
 // latency between delayd and HBase: about 4 minutes with the stack's
-// start); DELAYQ_NETFAULT_ALL=1, which `make faults` sets, runs all six
-// (about 11 minutes). With -short (outside CI) the package is skipped;
+// start, on an idle machine); DELAYQ_NETFAULT_ALL=1, which `make faults`
+// sets, runs all six (about 12 minutes). With -short (outside CI) the package is skipped;
 // under CI=true a stack that does not start fails the tests.
 package netfault
