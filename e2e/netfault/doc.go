@@ -23,8 +23,8 @@
 // producer and collectors reach Kafka and Redis directly.
 //
 // `make test` runs two of the six (a black hole between delayd and Kafka,
-// latency between delayd and HBase: about 4 minutes with the stack's
-// start, on an idle machine); DELAYQ_NETFAULT_ALL=1, which `make faults`
-// sets, runs all six (about 12 minutes). With -short (outside CI) the package is skipped;
+// latency between delayd and HBase: about 100 s each after the stack's
+// start, 7 min 12 s in all on a loaded 2-core machine); DELAYQ_NETFAULT_ALL=1,
+// which `make faults` sets, runs all six (about 100 s more each). With -short (outside CI) the package is skipped;
 // under CI=true a stack that does not start fails the tests.
 package netfault

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 // proxies, starting the stack on first use.
 func env(t *testing.T) *e2etest.Env {
 	t.Helper()
-	direct, via := proxied.Require(t, "the network-fault tests start a stack of their own and run about 4 minutes")
+	direct, via := proxied.Require(t, "the network-fault tests start a stack of their own and run minutes")
 	e := e2etest.NewEnv(t, direct, "netfault")
 	e.Via = via
 	return e
