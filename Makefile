@@ -49,7 +49,8 @@ unit:
 # (e2e/fault: heaps 384m + 768m; e2e/failover: a CLUSTER=1 stack of seven
 # JVMs, about 3.5 GB) and take their services away; the shared stack is
 # never touched. e2e/secure (~3 min) starts a private SECURE=1 Kafka and
-# Redis (29292-29294, 26379) the same way.
+# Redis (29292-29294, 26379) the same way, e2e/netfault (two tests, ~7 min
+# on a loaded machine) a stack behind toxiproxy (31000-31095, 127.0.0.2:31020).
 test:
 	@deploy/local/tools
 	@mkdir -p .local
