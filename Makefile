@@ -4,7 +4,7 @@ GO    ?= go
 # Set by `make test` when it had to start the stack, so that it stops it again.
 STARTED := .local/.started-by-make
 
-.PHONY: up down status run test vet lint unit integration tools image dist faults redisloss-large
+.PHONY: up down status run test vet lint unit integration tools image dist faults soak redisloss-large
 
 up:
 	$(STACK) up
@@ -58,7 +58,8 @@ unit:
 # (e2e/fault: heaps 384m + 768m; e2e/failover: a CLUSTER=1 stack of seven
 # JVMs, about 3.5 GB) and take their services away; the shared stack is
 # never touched. e2e/secure (~3 min) starts a private SECURE=1 Kafka and
-# Redis (29292-29294, 26379) the same way.
+# Redis (29292-29294, 26379) the same way, e2e/netfault (two tests, ~7 min
+# on a loaded machine) a stack behind toxiproxy (31000-31095, 127.0.0.2:31020).
 test:
 	@deploy/local/tools
 	@mkdir -p .local
@@ -122,9 +123,24 @@ dist:
 # HBase master killed), e2e/redisha (Redis failovers) and e2e/redisloss
 # (the Redis index lost). Each starts a private stack on ports of its own;
 # e2e/redisha and e2e/redisloss use the shared stack's HBase (`make up`).
-# `make test` runs them too; each package doc says how long it takes.
+# e2e/netfault puts a fault-injecting proxy between delayd and each
+# service: `make test` runs two of its six tests, this target all of them
+# (DELAYQ_NETFAULT_ALL=1). `make test` runs the others too; each package
+# doc says how long it takes.
 faults:
-	$(GO) test -count=1 -v -timeout 40m ./e2e/fault ./e2e/failover ./e2e/redisha ./e2e/redisloss
+	DELAYQ_NETFAULT_ALL=1 $(GO) test -count=1 -v -timeout 60m ./e2e/fault ./e2e/failover ./e2e/redisha ./e2e/redisloss ./e2e/netfault
+
+# The nemesis soak (e2e/soak, build tag soak; docs/faults.md): delayd on a
+# private stack under mixed traffic and a seeded random schedule of
+# overlapping faults for SOAK_MINUTES (20), SOAK_DELAYD delayd (2, 1-3),
+# SOAK_RATE tasks/s (100). It prints its seed: SOAK_SEED=n replays a
+# schedule.
+SOAK_MINUTES ?= 20
+SOAK_DELAYD  ?= 2
+SOAK_RATE    ?= 100
+soak:
+	SOAK_MINUTES=$(SOAK_MINUTES) SOAK_DELAYD=$(SOAK_DELAYD) SOAK_RATE=$(SOAK_RATE) SOAK_SEED=$(SOAK_SEED) \
+		$(GO) test -tags soak -count=1 -v -timeout $(shell awk 'BEGIN{printf "%ds", $(SOAK_MINUTES)*60+1800}') -run '^TestSoak$$' ./e2e/soak
 
 # Issue 27's total-loss scenario at full size, outside `make test`: 200,000
 # tasks pending over the next 10 minutes, FLUSHALL and a wiped Redis under

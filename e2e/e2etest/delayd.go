@@ -80,6 +80,10 @@ func Shared(tb testing.TB) Stack {
 type Env struct {
 	T testing.TB
 	Stack
+	// Via, when it has brokers, is the address set delayd is given
+	// instead of Stack: the same services through fault-injecting
+	// proxies (ProxiedStack). The test's own clients use Stack.
+	Via Stack
 	Run string // unique per test: Redis prefix, HBase table, topic suffix
 
 	mu     sync.Mutex
@@ -161,8 +165,12 @@ func (e *Env) Start(name string, extra ...string) *Delayd {
 		e.T.Fatal(err)
 	}
 	d.logFile = f
+	s := e.Stack
+	if len(e.Via.Brokers) > 0 {
+		s = e.Via
+	}
 	args := append([]string{
-		"--brokers", strings.Join(e.Brokers, ","), "--redis", e.Redis, "--hbase-zk", e.ZK,
+		"--brokers", strings.Join(s.Brokers, ","), "--redis", s.Redis, "--hbase-zk", s.ZK,
 		"--table", e.Run, "--prefix", e.Run, "--tick", "1s", "--http", d.HTTP,
 		"--salts", "4", "--log-level", "info",
 	}, extra...)
@@ -214,13 +222,22 @@ func (d *Delayd) Stop(tb testing.TB) {
 	}
 }
 
-// Terminate stops d gracefully if it still runs, killing it after 60 s.
+// Pause stops the process with SIGSTOP: it holds its connections and
+// sends nothing, as a process in a long GC pause or a frozen VM would.
+func (d *Delayd) Pause() error { return d.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (d *Delayd) Resume() error { return d.cmd.Process.Signal(syscall.SIGCONT) }
+
+// Terminate stops d gracefully if it still runs (continuing it first,
+// should it be paused), killing it after 60 s.
 func (d *Delayd) Terminate() {
 	select {
 	case <-d.done:
 		return
 	default:
 	}
+	d.cmd.Process.Signal(syscall.SIGCONT)
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.done:
@@ -238,21 +255,6 @@ func (d *Delayd) Kill() {
 	}
 	d.cmd.Process.Kill()
 	<-d.done
-}
-
-// Pause stops the process with SIGSTOP, as a long garbage collection or
-// a frozen VM would: it keeps its connections and sees no time pass.
-func (d *Delayd) Pause(tb testing.TB) {
-	tb.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		tb.Fatalf("SIGSTOP delayd %s: %v", d.Name, err)
-	}
-}
-
-// Resume continues a paused process with SIGCONT; a process that runs
-// ignores it.
-func (d *Delayd) Resume() {
-	_ = d.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // Exited reports whether the process has ended.

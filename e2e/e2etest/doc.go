@@ -1,5 +1,5 @@
 // Package e2etest is the harness of delayq's end-to-end tests (e2e,
-// e2e/fault, e2e/cluster and e2e/failover): it builds the delayd binary, runs delayd processes against a
+// e2e/fault, e2e/cluster, e2e/failover, e2e/netfault and e2e/soak): it builds the delayd binary, runs delayd processes against a
 // stack (the shared local stack or a private one), produces workloads to
 // delay-input with kafka-go as any user would, collects what reaches the
 // business topics and delay-failed, and judges it against a ledger of what
@@ -24,6 +24,15 @@
 // Redis Cluster; e2e/failover a Kafka and an HBase cluster): started on first use, wiped by the package's TestMain,
 // and by a watcher process if the test binary dies first.
 //
+// # Proxies
+//
+// ProxiedStack is a PrivateStack whose services delayd reaches through
+// toxiproxy's TCP proxies, run in the test process (Proxy; no HTTP API):
+// Env.Via gives delayd the proxies' addresses while the test's own
+// clients use Env.Stack. Inject and Heal add and remove a Toxic (a black
+// hole, latency, resets) on every proxy of one service; the type's doc
+// says which connections each proxy can and cannot reach.
+//
 // # Logs
 //
 // Each delayd writes its output to a file of its own in the Env's log
@@ -40,5 +49,7 @@
 // # Goroutines
 //
 // One per delayd (waiting for its exit) and one per collected partition;
-// all end in the test's cleanup.
+// all end in the test's cleanup. A proxy has an accept loop and a few per
+// connection it carries; a ProxiedStack's proxies live as long as the
+// test binary.
 package e2etest

@@ -33,6 +33,7 @@ const (
 // afterwards).
 type Source struct {
 	e     *Env
+	rate  int // tasks per second
 	topic string
 	name  string // seqs are Env.Seq(name + i)
 	w     *kafka.Writer
@@ -72,9 +73,13 @@ type SourceStats struct {
 
 // Stream starts a Source of tasks for topic, their seqs prefixed with
 // name; StopInput ends it.
-func (e *Env) Stream(topic, name string) *Source {
+func (e *Env) Stream(topic, name string) *Source { return e.StreamRate(topic, name, rate) }
+
+// StreamRate is Stream at perSecond tasks a second (a multiple of 20)
+// instead of 400.
+func (e *Env) StreamRate(topic, name string, perSecond int) *Source {
 	s := &Source{
-		e: e, topic: topic, name: name,
+		e: e, topic: topic, name: name, rate: perSecond,
 		w:     producer.New(producer.Config{Brokers: e.Brokers}),
 		rng:   rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11)),
 		bad:   MalformedHeaders(topic),
@@ -123,7 +128,7 @@ func (s *Source) run() {
 		}
 		now := time.Now().Truncate(time.Millisecond)
 		var batch []kafka.Message
-		for range rate * int(batchEvery) / int(time.Second) {
+		for range s.rate * int(batchEvery) / int(time.Second) {
 			batch = append(batch, s.next(now)...)
 		}
 		if s.badSent < len(s.bad) && now.Sub(lastBad) >= badEvery {
@@ -269,6 +274,18 @@ func (s *Source) StopInput() (l Ledger, lastDue time.Time, late int) {
 		l.Malformed[s.e.Seq(s.name+"bad-"+strconv.Itoa(i))] = true
 	}
 	return l, lastDue, late
+}
+
+// DueTimes returns the due time of every task generated so far, cancelled
+// or not, by seq.
+func (s *Source) DueTimes() map[string]time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	due := make(map[string]time.Time, len(s.tasks))
+	for seq, t := range s.tasks {
+		due[seq] = t.execAt
+	}
+	return due
 }
 
 // Statistics returns how Kafka took the input so far.

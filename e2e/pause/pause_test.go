@@ -62,7 +62,9 @@ func TestPause(t *testing.T) {
 	won := metric(t, all, busy["dispatcher"])
 	stopped := time.Now()
 	for _, r := range roles {
-		r.d.Pause(t)
+		if err := r.d.Pause(); err != nil {
+			t.Fatalf("SIGSTOP delayd %s: %v", r.d.Name, err)
+		}
 	}
 	// The other instance takes over: the coordinator removed the paused
 	// members (their session expired) and the first delayd wins ticks.
@@ -79,7 +81,7 @@ func TestPause(t *testing.T) {
 	})
 	pause := time.Since(stopped) // about the session (consumer.SessionTimeout) and a rebalance
 	for _, r := range roles {
-		r.d.Resume()
+		_ = r.d.Resume()
 	}
 	// The resumed scanner and ingest meet their fence: each wakes holding
 	// work of its lost generation (entries read, a batch fetched), and its
