@@ -281,14 +281,20 @@ def _check_series(rec: dict, reasons: List[str], first_ms: int, max_delay: int) 
     else:
         ns = 0
         spec = cron.strip()
+        if spec == "":
+            reasons.append(f"{H_CRON}: empty")
+            return
         if spec.startswith("TZ=") or spec.startswith("CRON_TZ="):
-            reasons.append(f"{H_CRON}: {cron!r} has a time zone prefix; give the zone in {H_TZ}")
+            reasons.append(f'{H_CRON}: "{cron}": give the time zone in {H_TZ}')
             return
         if spec.startswith("@every"):
-            reasons.append(f"{H_CRON}: {cron!r}: use {H_EVERY} for a fixed interval")
+            reasons.append(f'{H_CRON}: "{cron}": use {H_EVERY} for a fixed interval')
             return
-        if not spec.startswith("@") and len(spec.split()) != 5:
-            reasons.append(f"{H_CRON}: {cron!r} is not a cron expression (five fields or a descriptor such as @daily)")
+        bad = cron_error(spec)
+        if bad:
+            reasons.append(
+                f'{H_CRON}: "{cron}" is not a cron expression (minute hour day-of-month month day-of-week, or @daily...): {bad}'
+            )
             return
         if H_TZ in rec:
             try:
@@ -309,6 +315,46 @@ def _check_series(rec: dict, reasons: List[str], first_ms: int, max_delay: int) 
             f"{H_EVERY}: {format_duration(ns)} without {H_COUNT} or {H_UNTIL}: "
             f"an endless series runs at most every {format_duration(MIN_ENDLESS_EVERY)}"
         )
+
+
+_DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+_MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
+_DAYS = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
+_FIELDS = (("minute", 0, 59, {}), ("hour", 0, 23, {}), ("day-of-month", 1, 31, {}), ("month", 1, 12, _MONTHS),
+           ("day-of-week", 0, 6, _DAYS))
+
+
+def cron_error(spec: str) -> str:
+    """Why spec is not a standard five-field cron expression or descriptor
+    (the syntax of delayd's parser: lists, ranges, steps, month and day
+    names, ? for a day); "" when it is one."""
+    if spec.startswith("@"):
+        return "" if spec in _DESCRIPTORS else f"unrecognized descriptor {spec}"
+    fields = spec.split()
+    if len(fields) != 5:
+        return f"expected exactly 5 fields, found {len(fields)}"
+    for text, (name, lo, hi, names) in zip(fields, _FIELDS):
+        for item in text.split(","):
+            rng, _, step = item.partition("/")
+            if step and not (step.isdigit() and int(step) > 0):
+                return f"{name}: bad step {item!r}"
+            if rng in ("*", "?"):
+                continue
+            a, dash, b = rng.partition("-")
+            vals = []
+            for v in (a, b) if dash else (a,):
+                v = v.lower()
+                if v in names:
+                    vals.append(names[v])
+                elif v.isdigit():
+                    vals.append(int(v))
+                else:
+                    return f"{name}: {item!r} is not a number"
+            if any(v < lo or v > hi for v in vals):
+                return f"{name}: {item!r} is out of range {lo}-{hi}"
+            if dash and vals[0] > vals[1]:
+                return f"{name}: {item!r}: beginning of range after end"
+    return ""
 
 
 def submit_message(task: Task, now_ms: int, settings: Settings = Settings(), new_id=None) -> Message:

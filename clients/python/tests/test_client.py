@@ -136,3 +136,13 @@ def test_snowflake_ids_unique_and_increasing():
     assert all((i >> 12) & 0x3FF == 7 for i in seq + ids)
     with pytest.raises(ValueError):
         delayq.wire.Snowflake(1024)
+
+
+@pytest.mark.parametrize(
+    "spec,ok",
+    [("0 9 * * 1-5", True), ("*/15 0-23/2 1,15 JAN-jun sun", True), ("0 9 ? * *", True), ("@daily", True),
+     ("61 * * * *", False), ("0 9 * *", False), ("0 9 * 13 *", False), ("0 9 * * 7", False), ("@fortnightly", False),
+     ("5-1 * * * *", False), ("*/0 * * * *", False), ("x * * * *", False)],
+)
+def test_cron_syntax(spec, ok):
+    assert (delayq.wire.cron_error(spec) == "") == ok
