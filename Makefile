@@ -72,6 +72,7 @@ test:
 	$(GO) vet ./... || rc=$$?; \
 	if [ $$rc -eq 0 ]; then $(MAKE) --no-print-directory lint || rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then $(GO) test -race -count=1 -timeout 30m ./... || rc=$$?; fi; \
+	if [ $$rc -eq 0 ]; then clients/python/test.sh || rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./payload || rc=$$?; fi; \
 	if [ -f $(STARTED) ]; then rm -f $(STARTED); $(STACK) down; fi; \
 	exit $$rc
