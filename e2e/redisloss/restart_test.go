@@ -24,20 +24,20 @@ const (
 )
 
 // TestRestart is must-show 3 of issue 37: Redis killed -9 under steady
-// input (400 tasks/s, delays 0-30 s, 3 % cancelled) and started again
-// 15 s later on its whole append-only file. delayd checks at its default
-// --repair-interval, sees the restart by the master's new replication id
-// and repairs the tasks recorded since the watermark its last surviving
-// probe followed, not the 2 minutes before the loss: none lost, none
-// early, no cancelled one delivered, at most a second of input delivered
-// twice.
+// input (400 tasks/s, delays 0-30 s, 3 % cancelled), 40 s into it, and
+// started again 15 s later on its whole append-only file. delayd, with
+// its default --repair-interval and --repair-lookback, sees the restart
+// by the master's new replication id and repairs the tasks recorded
+// since the watermark its last surviving probe followed, not the 2
+// minutes before the loss: none lost, none early, no cancelled one
+// delivered, at most a second of input delivered twice.
 func TestRestart(t *testing.T) {
 	e := stack(t)
-	d := e.Start("a", "--repair-lookback", lookback.String())
+	d := e.Start("a") // the default --repair-interval (5 s) and --repair-lookback (1 min)
 	rdb := redis.NewClient(&redis.Options{Addr: e.Redis})
 	t.Cleanup(func() { rdb.Close() })
 	steady := e.NewPhase(t, "steady", []*e2etest.Delayd{d})
-	steady.At(15 * time.Second)
+	steady.At(40 * time.Second) // tasks due at every point of the 30 s span were delivered
 
 	killed := time.Now()
 	if _, err := private.Cmd("stop", "--kill", "redis"); err != nil {
