@@ -204,9 +204,10 @@ func NewWatcher(cfg WatchConfig, client redis.UniversalClient, store WatchStore,
 // with its default).
 func (w *Watcher) Interval() time.Duration { return w.cfg.Interval }
 
-// Run checks at once and then every Interval until ctx ends; a failed
-// check (Redis or HBase down) is retried at the next one. It returns nil
-// when ctx ends.
+// Run checks at once and then every Interval until ctx ends, and writes
+// a probe every Probe between checks (probeBetween); a failed check
+// (Redis or HBase down) is retried at the next one. It returns nil when
+// ctx ends.
 func (w *Watcher) Run(ctx context.Context) error {
 	every := min(w.cfg.Probe, w.cfg.Interval)
 	t := time.NewTicker(every)
@@ -248,6 +249,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 // when they show a loss, repairs it unless another process holds the
 // repair lock. It reports whether this call completed a repair.
 func (w *Watcher) Check(ctx context.Context) (bool, error) {
+	w.unchanged = false
 	m, err := w.gen.Read(ctx)
 	if err != nil {
 		return false, err
@@ -257,7 +259,6 @@ func (w *Watcher) Check(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	replID := repl.ID
-	w.unchanged = false
 	if m.Lost == 0 {
 		cause := repl.lossSince(m.ReplID)
 		switch {
@@ -439,11 +440,9 @@ func lostSince(e lossEvidence, failover, margin time.Duration) (int64, string) {
 // restart and returns the watermarks its value followed: the index
 // writes of every task recorded before them survived the loss. found is
 // false when the probe tells nothing (none written, or the value found
-// is not one this process remembers).
+// is not one this process remembers); p.n is the value found then (0:
+// none), for the log.
 func (w *Watcher) survivedBefore(ctx context.Context) (p probed, found bool, err error) {
-	if len(w.probes) == 0 {
-		return probed{}, false, nil
-	}
 	n, err := w.client.Get(ctx, w.probeKey).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -456,7 +455,7 @@ func (w *Watcher) survivedBefore(ctx context.Context) (p probed, found bool, err
 			return p, true, nil
 		}
 	}
-	return probed{}, false, nil
+	return probed{n: n}, false, nil
 }
 
 // repair runs the repair of the loss m records under the repair lock.
@@ -500,9 +499,13 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		Recorded:  Window{To: m.Lost + w.cfg.Margin.Milliseconds()},
 		Unchecked: true, BatchSize: w.cfg.BatchSize, Checkers: w.cfg.Checkers, Metrics: w.cfg.Metrics,
 	}
-	window := ""
+	window, probeFound, probeKept := "", int64(0), ""
+	if len(w.probes) > 0 {
+		probeKept = fmt.Sprintf("%d-%d", w.probes[0].n, w.probes[len(w.probes)-1].n)
+	}
 	if m.Cause == causeReplID || m.Cause == causeRestart {
 		p, found, err := w.survivedBefore(ctx)
+		probeFound = p.n
 		if err != nil {
 			return false, err
 		}
@@ -517,7 +520,7 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		cfg.Settled = w.settled
 	}
 	w.log.Info("index repair started", "from", payload.FormatTime(cfg.From), "to", payload.FormatTime(cfg.To),
-		"lost_at", payload.FormatTime(m.Lost), "cause", m.Cause, "recorded_from", payload.FormatTime(cfg.Recorded.From), "window", window,
+		"lost_at", payload.FormatTime(m.Lost), "cause", m.Cause, "recorded_from", payload.FormatTime(cfg.Recorded.From), "window", window, "probe", probeFound, "probes_kept", probeKept,
 		"delivered_before", payload.FormatTime(cfg.Settled.Before), "stored_before", payload.FormatTime(cfg.Settled.RecordedBefore))
 	done := w.cfg.Metrics.start()
 	start := time.Now()

@@ -212,7 +212,7 @@ func TestProbe(t *testing.T) {
 	if err := c.Set(ctx, w.probeKey, 2, 0).Err(); err != nil { // older than the values kept
 		t.Fatal(err)
 	}
-	survived(probed{}, false)
+	survived(probed{n: 2}, false)
 	m.Del(w.probeKey) // expired, or Redis restarted without its data
 	survived(probed{}, false)
 
@@ -220,7 +220,7 @@ func TestProbe(t *testing.T) {
 	if err := w.probe(ctx, 5000, 5000, "another-master"); err != nil {
 		t.Fatal(err)
 	}
-	survived(probed{}, false)
+	survived(probed{n: w.probeN}, false)
 }
 
 // TestLostSince: the failover and restart window starts at the
