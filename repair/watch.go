@@ -338,16 +338,28 @@ func (w *Watcher) watermarks(ctx context.Context) (stored, slow int64, err error
 }
 
 // probeBetween writes a probe between two checks, after reading the
-// watermarks, while the last check found the masters unchanged: a
-// probe a second old at the loss, not a check's Interval, bounds what a
-// failover or restart repair re-delivers.
-func (w *Watcher) probeBetween(ctx context.Context) error {
+// watermarks, while the last check found the masters unchanged and they
+// still are: a probe a second old at the loss, not a check's Interval,
+// bounds what a failover or restart repair re-delivers. Any failure or
+// change stops the probes until a check finds the masters unchanged: a
+// value written to a restarted or promoted master would overwrite the
+// one that tells what survived.
+func (w *Watcher) probeBetween(ctx context.Context) (err error) {
 	if _, cluster := w.client.(*redis.ClusterClient); cluster || !w.unchanged {
 		return nil
 	}
+	defer func() {
+		if err != nil {
+			w.unchanged = false
+		}
+	}()
 	now := time.Now().UnixMilli()
 	stored, slow, err := w.watermarks(ctx)
 	if err != nil || stored == 0 {
+		return err
+	}
+	if repl, err := ReplID(ctx, w.client); err != nil || repl.ID != w.replID {
+		w.unchanged = false
 		return err
 	}
 	return w.probe(ctx, min(stored, now), min(slow, now), w.replID)
@@ -374,6 +386,7 @@ func (w *Watcher) probe(ctx context.Context, stored, slow int64, replID string) 
 		return fmt.Errorf("repair: write probe %s: %w", w.probeKey, err)
 	}
 	if repl, err := ReplID(ctx, w.client); err != nil || repl.ID != replID {
+		w.unchanged = false
 		return err // a changed master: the next check decides
 	}
 	if len(w.probes) == probesKept {

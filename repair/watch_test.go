@@ -271,11 +271,13 @@ func TestLostSince(t *testing.T) {
 }
 
 // TestWatcherProbesBetweenChecks: Run writes a probe every Probe between
-// its checks, with the watermarks of both input topics, and stops once a
-// check finds the masters changed (here: a marker whose loss is open).
+// its checks, with the watermarks of both input topics; a failed probe
+// stops them until a check (a Redis back from a restart must keep the
+// value that tells what survived), and so does a check that finds a
+// loss.
 func TestWatcherProbesBetweenChecks(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	_, c, zix := miniIndex(t, "b")
+	m, c, zix := miniIndex(t, "b")
 	ix := zix.Repairer()
 	w, err := NewWatcher(WatchConfig{Prefix: "b", Interval: time.Hour, Probe: 10 * time.Millisecond}, c, payload.NewMemory(), ix)
 	if err != nil {
@@ -307,6 +309,28 @@ func TestWatcherProbesBetweenChecks(t *testing.T) {
 	p, found, err := w.survivedBefore(t.Context())
 	if err != nil || !found || p.stored != 4000 || p.slow != 3000 {
 		t.Fatalf("survivedBefore = %+v, %v, %v; want the lowest watermarks 4000 and 3000", p, found, err)
+	}
+
+	// Redis away: the probe fails, and none is written once it is back.
+	held := w.probeN
+	m.Close()
+	if err := w.probeBetween(t.Context()); err == nil {
+		t.Fatal("probe with Redis away: no error")
+	}
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.probeBetween(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Get(t.Context(), w.probeKey).Int64(); err != nil || n != held {
+		t.Fatalf("probe after Redis came back = %d, %v; want %d, the value it kept", n, err, held)
+	}
+	if _, err := w.Check(t.Context()); err != nil { // the masters unchanged: probes again
+		t.Fatal(err)
+	}
+	if err := w.probeBetween(t.Context()); err != nil || w.probeN == held {
+		t.Fatalf("no probe after a check found the masters unchanged (%d, %v)", w.probeN, err)
 	}
 
 	// A loss found: no probe until a check finds the masters unchanged.
