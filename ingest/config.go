@@ -112,9 +112,11 @@ type Config struct {
 	DrainTimeout time.Duration
 
 	// Marks receives, every MarkEvery, the watermark of each partition of
-	// Input this member owns (package internal/watermark): the scanner
-	// holds deliveries back while a partition, and the cancels queued in
-	// it, trails. Nil publishes none.
+	// Input and Slow this member owns (package internal/watermark): the
+	// scanner holds deliveries back while a partition of Input, and the
+	// cancels queued in it, trails; the repair reads both topics' to know
+	// which index writes a failover or restart can have taken. Nil
+	// publishes none.
 	Marks Marks
 	// MarkEvery is the period of the watermarks. Default 200ms.
 	MarkEvery time.Duration

@@ -77,18 +77,22 @@ func kafkaOffsets(brokers []string, auth *kafkaauth.Auth, timeout time.Duration)
 }
 
 // publishMarks publishes, every MarkEvery until ctx ends, the watermark of
-// every lane of the input topic. A round Kafka or Redis does not answer is
-// skipped: the published watermarks stand still, which only holds
-// deliveries back.
+// every lane of the input topic and of the slow one. A round Kafka or
+// Redis does not answer is skipped: the published watermarks stand still,
+// which only holds deliveries back. Deliveries wait for the input topic's
+// watermarks only (internal/watermark's Follower reads its own topic's
+// fields); the slow topic's tell the repair which of its tasks were
+// stored (package repair: the failover and restart window).
 func (in *Ingester) publishMarks(ctx context.Context, lanes []lane) {
-	var parts []int
-	byPart := map[int]*progress{}
-	trackers := map[int]*watermark.Tracker{}
+	var parts []lanePartition
+	byPart := map[lanePartition]*progress{}
+	trackers := map[lanePartition]*watermark.Tracker{}
 	for _, l := range lanes {
-		if l.topic == in.cfg.Input {
-			parts = append(parts, l.partition)
-			byPart[l.partition] = l.prog
-			trackers[l.partition] = &watermark.Tracker{}
+		if l.topic == in.cfg.Input || l.topic == in.cfg.Slow {
+			lp := lanePartition{l.topic, l.partition}
+			parts = append(parts, lp)
+			byPart[lp] = l.prog
+			trackers[lp] = &watermark.Tracker{}
 		}
 	}
 	if in.cfg.Marks == nil || len(parts) == 0 {
@@ -104,7 +108,22 @@ func (in *Ingester) publishMarks(ctx context.Context, lanes []lane) {
 		}
 		at := time.Now().UnixMilli()
 		cctx, cancel := context.WithTimeout(ctx, 5*in.cfg.MarkEvery)
-		marks, err := in.marks(cctx, parts, byPart, trackers, at)
+		marks := map[string]int64{}
+		var err error
+		for _, topic := range []string{in.cfg.Input, in.cfg.Slow} {
+			var ps []int
+			for _, lp := range parts {
+				if lp.topic == topic {
+					ps = append(ps, lp.partition)
+				}
+			}
+			if len(ps) == 0 {
+				continue
+			}
+			if err = in.marks(cctx, topic, ps, byPart, trackers, at, marks); err != nil {
+				break
+			}
+		}
 		if err == nil {
 			err = in.cfg.Marks.SetMarks(cctx, marks)
 		}
@@ -115,43 +134,43 @@ func (in *Ingester) publishMarks(ctx context.Context, lanes []lane) {
 	}
 }
 
-// marks samples the lanes' end offsets at `at` and returns the watermarks
-// known, by field.
-func (in *Ingester) marks(ctx context.Context, parts []int, byPart map[int]*progress,
-	trackers map[int]*watermark.Tracker, at int64) (map[string]int64, error) {
-	ends, err := in.offsets(ctx, in.cfg.Input, parts, logEnd)
+// marks samples the end offsets of topic's lanes parts at `at` and adds
+// the watermarks known to out, by field.
+func (in *Ingester) marks(ctx context.Context, topic string, parts []int, byPart map[lanePartition]*progress,
+	trackers map[lanePartition]*watermark.Tracker, at int64, out map[string]int64) error {
+	ends, err := in.offsets(ctx, topic, parts, logEnd)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Asked after the ends: a stable offset below its end means a
 	// transaction is open, so the lane cannot see what follows it yet.
-	stable, err := in.offsets(ctx, in.cfg.Input, parts, stableEnd)
+	stable, err := in.offsets(ctx, topic, parts, stableEnd)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var unknown []int // lanes that have stored nothing yet, from the log start
 	for _, p := range parts {
-		if byPart[p].next.Load() < 0 {
+		if byPart[lanePartition{topic, p}].next.Load() < 0 {
 			unknown = append(unknown, p)
 		}
 	}
 	var starts map[int]int64
 	if len(unknown) > 0 {
-		if starts, err = in.offsets(ctx, in.cfg.Input, unknown, logStart); err != nil {
-			return nil, err
+		if starts, err = in.offsets(ctx, topic, unknown, logStart); err != nil {
+			return err
 		}
 	}
-	out := make(map[string]int64, len(parts))
 	for _, p := range parts {
 		end, ok := ends[p]
 		if !ok {
 			continue
 		}
-		next := byPart[p].next.Load()
+		lp := lanePartition{topic, p}
+		next := byPart[lp].next.Load()
 		if s, ok := starts[p]; ok && next < 0 && s == end {
 			next = end // nothing stored because there is nothing
 		}
-		idle := byPart[p].idleSince.Load()
+		idle := byPart[lp].idleSince.Load()
 		if s, ok := stable[p]; !ok || s < end {
 			// Not idle but held back by an open transaction: a cancel
 			// written after it is not stored yet, so the watermark waits
@@ -159,9 +178,9 @@ func (in *Ingester) marks(ctx context.Context, parts []int, byPart map[int]*prog
 			// transaction timeout).
 			idle = 0
 		}
-		if w := trackers[p].Observe(at, end, next, idle); w > 0 {
-			out[watermark.Field(in.cfg.Input, p)] = w
+		if w := trackers[lp].Observe(at, end, next, idle); w > 0 {
+			out[watermark.Field(topic, p)] = w
 		}
 	}
-	return out, nil
+	return nil
 }

@@ -38,20 +38,20 @@ func (s *sink) get(field string) int64 {
 }
 
 // A lane's watermark follows what it stored: it stands still while the
-// lane trails the log, catches up when the lane does, and only input
-// partitions (not the slow topic) publish one.
+// lane trails the log and catches up when the lane does, on the input
+// topic and on the slow one (whose watermarks only the repair reads).
 func TestPublishMarks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		marks := &sink{}
 		f := newFixture(t, func(c *Config) { c.Marks = marks })
 		var mu sync.Mutex
-		ends := map[int]int64{0: 10, 1: 0}
+		ends := map[string]map[int]int64{"delay-input": {0: 10, 1: 0}, "delay-input-slow": {0: 5}}
 		f.in.offsets = func(_ context.Context, topic string, parts []int, kind offsetKind) (map[int]int64, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			out := map[int]int64{}
 			for _, p := range parts {
-				out[p] = ends[p]
+				out[p] = ends[topic][p]
 				if kind == logStart {
 					out[p] = 0
 				}
@@ -61,7 +61,7 @@ func TestPublishMarks(t *testing.T) {
 		input0, input1, slow := &progress{}, &progress{}, &progress{}
 		input0.next.Store(4)  // trails: offsets 4..9 not stored
 		input1.next.Store(-2) // nothing committed, the partition is empty
-		slow.next.Store(0)
+		slow.next.Store(0)    // trails: offsets 0..4 not stored
 		lanes := []lane{
 			{topic: "delay-input", partition: 0, prog: input0},
 			{topic: "delay-input", partition: 1, prog: input1},
@@ -81,15 +81,19 @@ func TestPublishMarks(t *testing.T) {
 			t.Errorf("empty partition 1: watermark %v, want about now", time.UnixMilli(w).Sub(start))
 		}
 		if w := marks.get("delay-input-slow/0"); w != 0 {
-			t.Errorf("slow topic published a watermark")
+			t.Errorf("slow partition 0 trails: watermark %v, want none", time.UnixMilli(w).Sub(start))
 		}
 
 		input0.next.Store(10) // stored up to the end sampled at +200ms
+		slow.next.Store(5)
 		caught := time.Now()
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if w := marks.get("delay-input/0"); w < caught.UnixMilli() {
 			t.Errorf("partition 0 caught up at %v: watermark %v", caught.Sub(start), time.UnixMilli(w).Sub(start))
+		}
+		if w := marks.get("delay-input-slow/0"); w < caught.UnixMilli() {
+			t.Errorf("slow partition 0 caught up at %v: watermark %v", caught.Sub(start), time.UnixMilli(w).Sub(start))
 		}
 
 		// Redis down: nothing published, nothing lost once it is back.

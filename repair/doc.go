@@ -59,20 +59,30 @@
 // (started after the loss) re-delivers what fell due in the Lookback. It leaves out tasks whose id row a message recorded
 // after lost + Margin wrote (d:sr, d:rr): ingest has indexed those in the
 // new index, and one that fell due since may have been delivered already.
-// After a failover or a restart it also leaves out tasks recorded more
-// than Failover before the master was last seen up (the last check that
-// found it, else lost): the replica, or the AOF, had those long before.
-// Record times say when a task was sent, not when ingest indexed it: an
-// ingest that lagged indexed last tasks recorded earlier than that. So
-// every look also writes the next value of a probe key of its own
-// process ({prefix}:probe:{random}, kept an hour) after reading the
-// watermark W, and checks that the masters are still the same after.
-// Redis keeps writes in order, in its AOF and its replication stream: the
-// value the new master holds says that the index writes of every task
-// recorded before the W read before it survived, and only tasks recorded
-// after W − Margin can be lost. The window starts there when that is
-// earlier (never later: delay-input-slow has no watermark). Not on a
-// Redis Cluster, whose index spans masters the probe does not live on. It adds without asking the index first (Unchecked): an Add of
+// After a failover or a restart it also leaves out the tasks whose index
+// writes the new master holds, by a probe: every check, and every Probe
+// (1 s) between checks while the last check found the masters unchanged,
+// reads the lowest ingest watermarks of delay-input and of
+// delay-input-slow and then writes the next value of a probe key of its
+// own process ({prefix}:probe:{random}, kept an hour), remembering the
+// last 64 values with the watermarks read before each; a value counts
+// only if the masters are still the same after it is written. Redis
+// applies a master's writes in order, in its AOF and its replication
+// stream: the value the new master holds says that every write
+// acknowledged before it survived, among them the index writes of every
+// task recorded before its watermarks (ingest commits a batch after its
+// Redis writes; a watermark passes committed input only). Only tasks
+// recorded since those watermarks less Margin can have lost theirs, and
+// the window starts there (lostSince), later or earlier than Failover
+// before the loss. Where the probe tells nothing it starts Failover
+// before the master was last seen up (the last check that found it, else
+// lost), or at the probe's delay-input watermark when that is earlier,
+// and the log line says why: no value this process remembers survived,
+// a Redis Cluster (its index spans masters the probe does not live on:
+// no probe is written), or no delay-input-slow watermark at the probe
+// (an older ingest: the slow lanes index tasks recorded long before, and
+// nothing says which). Record times say when a task was sent, not when
+// ingest indexed it: a lagging ingest only moves the window back. It adds without asking the index first (Unchecked): an Add of
 // a task already there adds nothing, and the checks would be most of its
 // time. A task it adds that had fallen due is delivered at once, a second
 // time if it had been delivered before the loss: the price of the

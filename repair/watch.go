@@ -24,6 +24,7 @@ const (
 	DefaultMargin     = 3 * time.Second
 	DefaultLockExpiry = 30 * time.Second
 	DefaultFailover   = 2 * time.Minute
+	DefaultProbe      = time.Second
 )
 
 // WatchConfig configures a Watcher. Prefix is the index's key prefix; the
@@ -52,9 +53,16 @@ type WatchConfig struct {
 	Margin time.Duration
 	// Failover is how far before its detection a loss seen by a changed
 	// replication id (a failover or a restart) may have started (default
-	// 2 min): such a repair only indexes tasks recorded since then, the
-	// last writes a failover or a restart can lose.
+	// 2 min): when no probe tells more (see lostSince), such a repair
+	// only indexes tasks recorded since then, the last writes a failover
+	// or a restart can lose.
 	Failover time.Duration
+	// Probe is how often the probe is written between two checks
+	// (default 1 s; every check writes one too): a failover or restart
+	// repair re-indexes the tasks recorded since the watermark the last
+	// surviving probe followed, so the older that probe, the more
+	// duplicates. No more often than Interval when larger.
+	Probe time.Duration
 	// LockExpiry is the repair lock's expiry, extended while the repair
 	// runs (default 30 s): a process that dies mid-repair hands it over
 	// after that.
@@ -87,6 +95,7 @@ func (c *WatchConfig) setDefaults() {
 	def(&c.Margin, DefaultMargin)
 	def(&c.LockExpiry, DefaultLockExpiry)
 	def(&c.Failover, DefaultFailover)
+	def(&c.Probe, DefaultProbe)
 	def(&c.FlagTTL, c.MaxDelay+7*24*time.Hour)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -100,7 +109,7 @@ func (c WatchConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: empty prefix", ErrConfig))
 	}
 	for name, d := range map[string]time.Duration{
-		"interval": c.Interval, "lookback": c.Lookback, "max delay": c.MaxDelay, "margin": c.Margin, "failover": c.Failover, "flag ttl": c.FlagTTL,
+		"interval": c.Interval, "lookback": c.Lookback, "max delay": c.MaxDelay, "margin": c.Margin, "failover": c.Failover, "probe": c.Probe, "flag ttl": c.FlagTTL,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%w: %s %v is negative", ErrConfig, name, d))
@@ -155,17 +164,24 @@ type Watcher struct {
 	// seen is when a check last found the marker's masters unchanged
 	// (unix ms; 0 before): a failover or restart came after it.
 	seen int64
+	// replID is the masters' replication ids the last check found
+	// unchanged (unchanged; false when it found a loss, or none ran): the
+	// probes written between checks count only while they stay the same.
+	replID    string
+	unchanged bool
 	// probeKey is this process's probe ({prefix}:probe:{random}); probes
-	// are the last values it wrote there, each with the lowest ingest
-	// watermark read just before (see probe).
+	// are the last values it wrote there, each with the ingest
+	// watermarks read just before (see probe).
 	probeKey string
 	probeN   int64
 	probes   []probed
 }
 
-// probed is one write of the probe: its value and the watermark read
-// before it.
-type probed struct{ n, stored int64 }
+// probed is one write of the probe: its value n and the lowest ingest
+// watermarks read before it, of delay-input (stored) and of
+// delay-input-slow (slow; 0: none published, an ingest older than the
+// slow topic's watermarks or no lane of it).
+type probed struct{ n, stored, slow int64 }
 
 // Probes kept, and how long a probe key outlives its last write.
 const (
@@ -197,13 +213,28 @@ func NewWatcher(cfg WatchConfig, client redis.UniversalClient, store WatchStore,
 // with its default).
 func (w *Watcher) Interval() time.Duration { return w.cfg.Interval }
 
-// Run checks at once and then every Interval until ctx ends; a failed
-// check (Redis or HBase down) is retried at the next one. It returns nil
-// when ctx ends.
+// Run checks at once and then every Interval until ctx ends, and writes
+// a probe every Probe between checks (probeBetween); a failed check
+// (Redis or HBase down) is retried at the next one. It returns nil when
+// ctx ends.
 func (w *Watcher) Run(ctx context.Context) error {
-	t := time.NewTicker(w.cfg.Interval)
+	every := min(w.cfg.Probe, w.cfg.Interval)
+	t := time.NewTicker(every)
 	defer t.Stop()
+	next := time.Now()
 	for {
+		if now := time.Now(); now.Before(next) {
+			// Between checks: a failure shows at the next check.
+			_ = w.probeBetween(ctx)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+			continue
+		}
+		// Ticks of a check that overran are dropped by the ticker.
+		next = time.Now().Add(w.cfg.Interval - every/2)
 		_, err := w.Check(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -227,6 +258,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 // when they show a loss, repairs it unless another process holds the
 // repair lock. It reports whether this call completed a repair.
 func (w *Watcher) Check(ctx context.Context) (bool, error) {
+	w.unchanged = false
 	m, err := w.gen.Read(ctx)
 	if err != nil {
 		return false, err
@@ -256,6 +288,7 @@ func (w *Watcher) Check(ctx context.Context) (bool, error) {
 			return false, w.gen.SetReplID(ctx, replID)
 		default:
 			w.seen = time.Now().UnixMilli()
+			w.replID, w.unchanged = replID, true
 			return false, w.sample(ctx, m)
 		}
 		if m, err = w.gen.MarkLost(ctx, time.Now().UnixMilli(), cause); err != nil {
@@ -274,15 +307,9 @@ func (w *Watcher) Check(ctx context.Context) (bool, error) {
 // was taken before any loss.
 func (w *Watcher) sample(ctx context.Context, m Marker) error {
 	now := time.Now().UnixMilli()
-	marks, err := w.ix.Marks(ctx)
+	stored, slow, err := w.watermarks(ctx)
 	if err != nil {
 		return err
-	}
-	stored := int64(0)
-	for field, mark := range marks {
-		if strings.HasPrefix(field, topics.Input+"/") && (stored == 0 || mark < stored) {
-			stored = mark
-		}
 	}
 	if stored == 0 {
 		return nil // no ingest has published yet: nothing known
@@ -306,12 +333,60 @@ func (w *Watcher) sample(ctx context.Context, m Marker) error {
 		return nil // flushed or failed over while looking: the next check decides
 	}
 	w.settled = Settled{Before: oldest, RecordedBefore: min(stored, now) - w.cfg.Margin.Milliseconds()}
-	return w.probe(ctx, min(stored, now), m.ReplID)
+	return w.probe(ctx, min(stored, now), min(slow, now), m.ReplID)
+}
+
+// watermarks returns the lowest ingest watermark published for
+// delay-input (stored) and for delay-input-slow (slow), 0 for a topic
+// with none.
+func (w *Watcher) watermarks(ctx context.Context) (stored, slow int64, err error) {
+	marks, err := w.ix.Marks(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for field, mark := range marks {
+		switch {
+		case strings.HasPrefix(field, topics.Input+"/") && (stored == 0 || mark < stored):
+			stored = mark
+		case strings.HasPrefix(field, topics.Slow+"/") && (slow == 0 || mark < slow):
+			slow = mark
+		}
+	}
+	return stored, slow, nil
+}
+
+// probeBetween writes a probe between two checks, after reading the
+// watermarks, while the last check found the masters unchanged and they
+// still are: a probe a second old at the loss, not a check's Interval,
+// bounds what a failover or restart repair re-delivers. Any failure or
+// change stops the probes until a check finds the masters unchanged: a
+// value written to a restarted or promoted master would overwrite the
+// one that tells what survived.
+func (w *Watcher) probeBetween(ctx context.Context) (err error) {
+	if _, cluster := w.client.(*redis.ClusterClient); cluster || !w.unchanged {
+		return nil
+	}
+	defer func() {
+		if err != nil {
+			w.unchanged = false
+		}
+	}()
+	now := time.Now().UnixMilli()
+	stored, slow, err := w.watermarks(ctx)
+	if err != nil || stored == 0 {
+		return err
+	}
+	if repl, err := ReplID(ctx, w.client); err != nil || repl.ID != w.replID {
+		w.unchanged = false
+		return err
+	}
+	return w.probe(ctx, min(stored, now), min(slow, now), w.replID)
 }
 
 // probe writes the next value of this process's probe key, after the
-// watermark stored was read: every index write of the tasks recorded
-// before stored was acknowledged before the probe was. Redis keeps its
+// watermarks stored (delay-input) and slow (delay-input-slow, 0: none)
+// were read: every index write of the tasks recorded before them was
+// acknowledged before the probe was. Redis keeps its
 // writes in order (the AOF, the replication stream), so after a restart
 // or a failover, the probe value found tells which of those writes
 // survived (survivedBefore). That holds only for a value the master of
@@ -319,7 +394,7 @@ func (w *Watcher) sample(ctx context.Context, m Marker) error {
 // after it is written (a failover or restart in between) is forgotten.
 // On a Redis Cluster the index spans masters the probe's key does not
 // live on: no probe.
-func (w *Watcher) probe(ctx context.Context, stored int64, replID string) error {
+func (w *Watcher) probe(ctx context.Context, stored, slow int64, replID string) error {
 	if _, cluster := w.client.(*redis.ClusterClient); cluster {
 		return nil
 	}
@@ -329,58 +404,89 @@ func (w *Watcher) probe(ctx context.Context, stored int64, replID string) error 
 		return fmt.Errorf("repair: write probe %s: %w", w.probeKey, err)
 	}
 	if repl, err := ReplID(ctx, w.client); err != nil || repl.ID != replID {
+		w.unchanged = false
 		return err // a changed master: the next check decides
 	}
 	if len(w.probes) == probesKept {
 		w.probes = slices.Delete(w.probes, 0, 1)
 	}
-	w.probes = append(w.probes, probed{n, stored})
+	w.probes = append(w.probes, probed{n, stored, slow})
 	return nil
 }
 
-// lostSince returns the earliest record time of a task whose index
-// write a failover or a restart detected at lost can have taken. The
-// writes lost were acknowledged last before the master went, which was
-// after this process last saw it (seen: a Redis away longer than Failover
-// is still covered). Every task recorded before the watermark the
-// surviving probe followed (stored; 0: unknown) was indexed before it:
-// when ingest lagged, the tasks it indexed last were recorded earlier than
-// Failover before, and the window reaches back to them. It never starts
-// later than that: delay-input-slow has no watermark.
-func (w *Watcher) lostSince(lost, stored int64) int64 {
-	lastUp := lost
-	if w.seen != 0 {
-		lastUp = min(lastUp, w.seen)
+// Bases of the failover and restart window (lostSince), the window key
+// of the "index repair started" line.
+const (
+	windowProbe    = "probe"         // from the watermarks the surviving probe followed
+	windowNoProbe  = "no_probe"      // no probe this process wrote survived: Failover back
+	windowCluster  = "cluster"       // a Redis Cluster, where no probe is written: Failover back
+	windowSlowMark = "slow_unmarked" // delay-input-slow had no watermark at the probe: Failover back, or the probe's when earlier
+)
+
+// lossEvidence is what a failover or restart repair knows of the loss.
+type lossEvidence struct {
+	// Lost is when the loss was detected, Seen when a check last found
+	// the masters unchanged before it (0: none did), unix ms.
+	Lost, Seen int64
+	// Cluster: a Redis Cluster, where the probe does not apply.
+	Cluster bool
+	// Probe is the surviving probe's watermarks (Found: the new master
+	// holds a value this process wrote and remembers).
+	Probe probed
+	Found bool
+}
+
+// lostSince returns the earliest record time of a task whose index write
+// a failover or a restart can have taken, and what it is based on (a
+// window* value). Redis applies a master's writes in order, in its AOF
+// and in its replication stream: the new master holds the probe, so it
+// holds every write acknowledged before it, among them the index writes
+// of every task recorded before the watermarks read before the probe
+// (less margin: producer clocks). Only tasks recorded since then can
+// have lost theirs. Where the probe tells nothing the window reaches
+// failover back from when this process last saw the old master up (a
+// Redis away longer than that is still covered), or back to the probe's
+// watermark when that is earlier: no probe survived, a Redis Cluster
+// (the index spans masters the probe does not live on), or no watermark
+// of delay-input-slow at the probe (its lanes index tasks recorded long
+// before, and nothing says which).
+func lostSince(e lossEvidence, failover, margin time.Duration) (int64, string) {
+	lastUp := e.Lost
+	if e.Seen != 0 {
+		lastUp = min(lastUp, e.Seen)
 	}
-	from := lastUp - w.cfg.Failover.Milliseconds()
-	if stored != 0 {
-		from = min(from, stored-w.cfg.Margin.Milliseconds())
+	fallback := lastUp - failover.Milliseconds()
+	switch {
+	case e.Cluster:
+		return fallback, windowCluster
+	case !e.Found || e.Probe.stored == 0:
+		return fallback, windowNoProbe
+	case e.Probe.slow == 0:
+		return min(fallback, e.Probe.stored-margin.Milliseconds()), windowSlowMark
 	}
-	return from
+	return min(e.Probe.stored, e.Probe.slow) - margin.Milliseconds(), windowProbe
 }
 
 // survivedBefore reads this process's probe after a failover or a
-// restart: the index writes of every task recorded before the watermark
-// read before the value found survived the loss. It returns that
-// watermark, or 0 when the probe tells nothing (none written, or the
-// value found is not one this process remembers).
-func (w *Watcher) survivedBefore(ctx context.Context) (int64, error) {
-	if len(w.probes) == 0 {
-		return 0, nil
-	}
+// restart and returns the watermarks its value followed: the index
+// writes of every task recorded before them survived the loss. found is
+// false when the probe tells nothing (none written, or the value found
+// is not one this process remembers); p.n is the value found then (0:
+// none), for the log.
+func (w *Watcher) survivedBefore(ctx context.Context) (p probed, found bool, err error) {
 	n, err := w.client.Get(ctx, w.probeKey).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return 0, nil
+		return probed{}, false, nil
 	case err != nil:
-		return 0, fmt.Errorf("repair: read probe %s: %w", w.probeKey, err)
+		return probed{}, false, fmt.Errorf("repair: read probe %s: %w", w.probeKey, err)
 	}
 	for _, p := range w.probes {
 		if p.n == n {
-			return p.stored, nil
+			return p, true, nil
 		}
 	}
-	return 0, nil
+	return probed{n: n}, false, nil
 }
 
 // repair runs the repair of the loss m records under the repair lock.
@@ -424,12 +530,19 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		Recorded:  Window{To: m.Lost + w.cfg.Margin.Milliseconds()},
 		Unchecked: true, BatchSize: w.cfg.BatchSize, Checkers: w.cfg.Checkers, Metrics: w.cfg.Metrics,
 	}
+	window, probeFound, probeKept := "", int64(0), ""
+	if len(w.probes) > 0 {
+		probeKept = fmt.Sprintf("%d-%d", w.probes[0].n, w.probes[len(w.probes)-1].n)
+	}
 	if m.Cause == causeReplID || m.Cause == causeRestart {
-		stored, err := w.survivedBefore(ctx)
+		p, found, err := w.survivedBefore(ctx)
+		probeFound = p.n
 		if err != nil {
 			return false, err
 		}
-		cfg.Recorded.From = w.lostSince(m.Lost, stored)
+		_, cluster := w.client.(*redis.ClusterClient)
+		e := lossEvidence{Lost: m.Lost, Seen: w.seen, Cluster: cluster, Probe: p, Found: found}
+		cfg.Recorded.From, window = lostSince(e, w.cfg.Failover, w.cfg.Margin)
 	}
 	if w.settled.Before != 0 {
 		// Deliveries that were held, or fell behind, reach back further
@@ -438,7 +551,7 @@ func (w *Watcher) repair(ctx context.Context, m Marker, replID string) (bool, er
 		cfg.Settled = w.settled
 	}
 	w.log.Info("index repair started", "from", payload.FormatTime(cfg.From), "to", payload.FormatTime(cfg.To),
-		"lost_at", payload.FormatTime(m.Lost), "cause", m.Cause, "recorded_from", payload.FormatTime(cfg.Recorded.From),
+		"lost_at", payload.FormatTime(m.Lost), "cause", m.Cause, "recorded_from", payload.FormatTime(cfg.Recorded.From), "window", window, "probe", probeFound, "probes_kept", probeKept,
 		"delivered_before", payload.FormatTime(cfg.Settled.Before), "stored_before", payload.FormatTime(cfg.Settled.RecordedBefore))
 	done := w.cfg.Metrics.start()
 	start := time.Now()

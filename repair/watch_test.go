@@ -2,6 +2,7 @@ package repair
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -180,7 +181,7 @@ func TestWatcherLeavesDeliveredOut(t *testing.T) {
 	}
 }
 
-// TestProbe: the probe value that survived a loss names the watermark
+// TestProbe: the probe value that survived a loss names the watermarks
 // read before it was written; a value this process does not remember, a
 // missing key or no probe at all tells nothing.
 func TestProbe(t *testing.T) {
@@ -190,61 +191,164 @@ func TestProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	survived := func(want int64) {
+	survived := func(want probed, wantFound bool) {
 		t.Helper()
-		if got, err := w.survivedBefore(ctx); err != nil || got != want {
-			t.Fatalf("survivedBefore = %d, %v; want %d", got, err, want)
+		if got, found, err := w.survivedBefore(ctx); err != nil || found != wantFound || got != want {
+			t.Fatalf("survivedBefore = %+v, %v, %v; want %+v, %v", got, found, err, want, wantFound)
 		}
 	}
-	survived(0) // nothing written yet
-	for i := range probesKept + 3 {
-		if err := w.probe(ctx, int64(1000+i), ""); err != nil {
+	survived(probed{}, false) // nothing written yet
+	for i := range int64(probesKept + 3) {
+		if err := w.probe(ctx, 1000+i, 2000+i, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	survived(1000 + probesKept + 2) // the last write survived
+	last := int64(probesKept + 3)
+	survived(probed{last, 1000 + last - 1, 2000 + last - 1}, true) // the last write survived
 	if ttl := m.TTL(w.probeKey); ttl != probeTTL {
 		t.Errorf("probe key TTL %v, want %v", ttl, probeTTL)
 	}
-	last := probesKept + 3
 	if err := c.Set(ctx, w.probeKey, last-10, 0).Err(); err != nil { // the restart lost the last 10 writes
 		t.Fatal(err)
 	}
-	survived(int64(1000 + last - 11))
+	survived(probed{last - 10, 1000 + last - 11, 2000 + last - 11}, true)
 	if err := c.Set(ctx, w.probeKey, 2, 0).Err(); err != nil { // older than the values kept
 		t.Fatal(err)
 	}
-	survived(0)
+	survived(probed{n: 2}, false)
 	m.Del(w.probeKey) // expired, or Redis restarted without its data
-	survived(0)
+	survived(probed{}, false)
 
 	// A probe written after the masters changed is not remembered.
-	if err := w.probe(ctx, 5000, "another-master"); err != nil {
+	if err := w.probe(ctx, 5000, 5000, "another-master"); err != nil {
 		t.Fatal(err)
 	}
-	survived(0)
+	survived(probed{n: w.probeN}, false)
 }
 
-// TestLostSince: the failover and restart window starts Failover before
-// the master was last seen up, or earlier at the watermark the surviving
-// probe followed when ingest lagged.
+// TestLostSince: the failover and restart window starts at the
+// watermarks the surviving probe followed, less the margin, whether that
+// is later than Failover before the loss (ingest kept up: the old rule's
+// 2 minutes re-delivered everything in them) or earlier (ingest lagged).
+// Where the probe tells nothing it starts Failover before the master was
+// last seen up, or at the probe's delay-input watermark when that is
+// earlier.
 func TestLostSince(t *testing.T) {
 	const lost, minute = int64(10_000_000), int64(60_000)
-	w := &Watcher{cfg: WatchConfig{Failover: 2 * time.Minute, Margin: 3 * time.Second}}
+	const failover, margin = 2 * time.Minute, 3 * time.Second
 	for _, tc := range []struct {
-		name         string
-		seen, stored int64
-		want         int64
+		name   string
+		e      lossEvidence
+		want   int64
+		window string
 	}{
-		{"no look, no probe", 0, 0, lost - 2*minute},
-		{"last seen up 10 min before", lost - 10*minute, 0, lost - 12*minute},
-		{"ingest kept up", lost - 5000, lost - 6000, lost - 5000 - 2*minute},
-		{"ingest lagged 10 min", lost - 5000, lost - 10*minute, lost - 10*minute - 3000},
+		{"no look, no probe", lossEvidence{Lost: lost}, lost - 2*minute, windowNoProbe},
+		{"last seen up 10 min before, no probe", lossEvidence{Lost: lost, Seen: lost - 10*minute}, lost - 12*minute, windowNoProbe},
+		{"ingest kept up: from the probe, not 2 min back",
+			lossEvidence{Lost: lost, Seen: lost - 5000, Probe: probed{7, lost - 6000, lost - 5500}, Found: true},
+			lost - 6000 - 3000, windowProbe},
+		{"the slow topic's watermark is the lower",
+			lossEvidence{Lost: lost, Seen: lost - 5000, Probe: probed{7, lost - 6000, lost - 9000}, Found: true},
+			lost - 9000 - 3000, windowProbe},
+		{"the last probes were lost: from the one that survived",
+			lossEvidence{Lost: lost, Seen: lost - 1000, Probe: probed{3, lost - 40_000, lost - 40_000}, Found: true},
+			lost - 40_000 - 3000, windowProbe},
+		{"ingest lagged 10 min", lossEvidence{Lost: lost, Seen: lost - 5000, Probe: probed{7, lost - 10*minute, lost - 1000}, Found: true},
+			lost - 10*minute - 3000, windowProbe},
+		{"slow input lagged 10 min", lossEvidence{Lost: lost, Seen: lost - 5000, Probe: probed{7, lost - 6000, lost - 10*minute}, Found: true},
+			lost - 10*minute - 3000, windowProbe},
+		{"a value not remembered", lossEvidence{Lost: lost, Seen: lost - 5000, Probe: probed{7, lost - 6000, lost - 5500}},
+			lost - 5000 - 2*minute, windowNoProbe},
+		{"no slow watermark: Failover back", lossEvidence{Lost: lost, Seen: lost - 5000, Probe: probed{7, lost - 6000, 0}, Found: true},
+			lost - 5000 - 2*minute, windowSlowMark},
+		{"no slow watermark, ingest lagged 10 min", lossEvidence{Lost: lost, Seen: lost - 5000, Probe: probed{7, lost - 10*minute, 0}, Found: true},
+			lost - 10*minute - 3000, windowSlowMark},
+		{"redis cluster", lossEvidence{Lost: lost, Seen: lost - 5000, Cluster: true}, lost - 5000 - 2*minute, windowCluster},
 	} {
-		w.seen = tc.seen
-		if got := w.lostSince(lost, tc.stored); got != tc.want {
-			t.Errorf("%s: lostSince = %d, want %d", tc.name, got, tc.want)
+		got, window := lostSince(tc.e, failover, margin)
+		if got != tc.want || window != tc.window {
+			t.Errorf("%s: lostSince = %d (%d s before the loss), %q; want %d (%d s before), %q",
+				tc.name, got, (lost-got)/1000, window, tc.want, (lost-tc.want)/1000, tc.window)
 		}
+	}
+}
+
+// TestWatcherProbesBetweenChecks: Run writes a probe every Probe between
+// its checks, with the watermarks of both input topics; a failed probe
+// stops them until a check (a Redis back from a restart must keep the
+// value that tells what survived), and so does a check that finds a
+// loss.
+func TestWatcherProbesBetweenChecks(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	m, c, zix := miniIndex(t, "b")
+	ix := zix.Repairer()
+	w, err := NewWatcher(WatchConfig{Prefix: "b", Interval: time.Hour, Probe: 10 * time.Millisecond}, c, payload.NewMemory(), ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Check(ctx); err != nil { // a new index: repaired
+		t.Fatal(err)
+	}
+	if err := ix.SetMarks(ctx, map[string]int64{"delay-input/0": 5000, "delay-input/1": 4000, "delay-input-slow/0": 3000}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := c.Get(ctx, w.probeKey).Int64()
+		if err == nil && n >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("probe %d (%v) after 30 s with Probe 10ms and Interval 1h: not written between checks", n, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	p, found, err := w.survivedBefore(t.Context())
+	if err != nil || !found || p.stored != 4000 || p.slow != 3000 {
+		t.Fatalf("survivedBefore = %+v, %v, %v; want the lowest watermarks 4000 and 3000", p, found, err)
+	}
+
+	// Redis away: the probe fails, and none is written once it is back.
+	held := w.probeN
+	m.Close()
+	if err := w.probeBetween(t.Context()); err == nil {
+		t.Fatal("probe with Redis away: no error")
+	}
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.probeBetween(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Get(t.Context(), w.probeKey).Int64(); err != nil || n != held {
+		t.Fatalf("probe after Redis came back = %d, %v; want %d, the value it kept", n, err, held)
+	}
+	if _, err := w.Check(t.Context()); err != nil { // the masters unchanged: probes again
+		t.Fatal(err)
+	}
+	if err := w.probeBetween(t.Context()); err != nil || w.probeN == held {
+		t.Fatalf("no probe after a check found the masters unchanged (%d, %v)", w.probeN, err)
+	}
+
+	// A loss found: no probe until a check finds the masters unchanged.
+	if _, err := w.gen.MarkLost(t.Context(), time.Now().UnixMilli(), causeRestart); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(t.Context(), "b:repair:lock", "someone", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := w.probeN
+	if err := w.probeBetween(t.Context()); err != nil || w.probeN != before {
+		t.Fatalf("probe written after a check found a loss (%d -> %d, %v)", before, w.probeN, err)
 	}
 }
 

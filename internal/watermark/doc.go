@@ -3,7 +3,8 @@
 // scanner must not deliver an overdue task while the cancel sent before it
 // is still queued in delay-input behind a stalled partition.
 //
-// Ingest publishes, per partition of delay-input, a watermark W: a time (on
+// Ingest publishes, per partition of delay-input (and of delay-input-slow,
+// which only package repair reads), a watermark W: a time (on
 // delayd's clock, unix ms) such that every message appended to the
 // partition before W is stored (its batch committed). A Tracker computes it
 // from the partition's committed offset and periodic samples of its log
