@@ -149,9 +149,10 @@ func checkTraces(t *testing.T, rec *otlpReceiver, out *e2etest.Collector, produc
 	}
 }
 
-// TestEmbeddedTraces: delayd --embedded with OTEL_EXPORTER_OTLP_ENDPOINT
-// naming a receiver in the test process.
-func TestEmbeddedTraces(t *testing.T) {
+// tracedEmbedded starts delayd --embedded exporting its spans, as
+// OTEL_EXPORTER_OTLP_ENDPOINT says, to a receiver in the test process.
+func tracedEmbedded(t *testing.T) (*otlpReceiver, *e2etest.Env) {
+	t.Helper()
 	rec := newOTLPReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rec.URL)
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
@@ -159,8 +160,14 @@ func TestEmbeddedTraces(t *testing.T) {
 	if err != nil || tp == nil {
 		t.Fatalf("tracing.FromEnv: %v, %v", tp, err)
 	}
-	defer stop(context.Background()) //nolint:errcheck
-	e := embeddedEnvWith(t, daemon.Options{TracerProvider: tp})
+	t.Cleanup(func() { stop(context.Background()) }) //nolint:errcheck
+	return rec, embeddedEnvWith(t, daemon.Options{TracerProvider: tp})
+}
+
+// TestEmbeddedTraces: delayd --embedded with OTEL_EXPORTER_OTLP_ENDPOINT
+// naming a receiver in the test process.
+func TestEmbeddedTraces(t *testing.T) {
+	rec, e := tracedEmbedded(t)
 	topic := e.Topic("traced")
 	out := e.Collect(topic)
 	checkTraces(t, rec, out, tracedTask(t, e, topic), topic)
@@ -199,15 +206,7 @@ func TestEmbeddedTracesOff(t *testing.T) {
 // TestEmbeddedTracesRecurring: each occurrence of a series is a trace of
 // its own, linked to the first submit's span.
 func TestEmbeddedTracesRecurring(t *testing.T) {
-	rec := newOTLPReceiver(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rec.URL)
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
-	tp, stop, err := tracing.FromEnv(context.Background(), "delayd")
-	if err != nil || tp == nil {
-		t.Fatalf("tracing.FromEnv: %v, %v", tp, err)
-	}
-	defer stop(context.Background()) //nolint:errcheck
-	e := embeddedEnvWith(t, daemon.Options{TracerProvider: tp})
+	rec, e := tracedEmbedded(t)
 	topic := e.Topic("series")
 	out := e.Collect(topic)
 	sc := tracedTask(t, e, topic, kafka.Header{Key: "delay-every", Value: []byte("1s")}, kafka.Header{Key: "delay-count", Value: []byte("3")})
