@@ -209,23 +209,8 @@ func (s *Scanner) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		return
 	}
 
-	// The generation's writes are fenced by its lease (fence.go): valid
-	// while the coordinator counts this member, revoked once it gave the
-	// partitions away (a process paused past its session). A revoked
-	// lease ends the partitions' work as the generation's end does.
-	lease := fence.NewLease()
-	gctx, endGen := context.WithCancel(gctx)
-	defer endGen()
-	fctx, stopFence := context.WithCancel(context.WithoutCancel(ctx))
-	fenceDone := make(chan struct{})
-	go func() {
-		defer close(fenceDone)
-		consumer.Fence(fctx, consumer.GroupConfig{ID: s.cfg.GroupID, Brokers: s.cfg.Brokers, Auth: s.cfg.Auth},
-			gen, lease, s.log)
-		endGen() // revoked, or this function is returning
-	}()
-	defer func() { stopFence(); <-fenceDone }()
-	wctx := fence.With(ctx, lease)
+	wctx, gctx, stopFence := s.leaseGeneration(ctx, gctx, gen)
+	defer stopFence()
 
 	owner := s.owner(ctx)
 	parts := make([]*partition, len(assigned))
@@ -278,6 +263,27 @@ func (s *Scanner) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 			return
 		}
 	}
+}
+
+// leaseGeneration keeps the lease of gen (fence.go) until the returned stop is
+// called: it is valid while the coordinator counts this member and
+// revoked once it gave the partitions away (a process paused past its
+// session). It returns the context the generation's writes are made in
+// (carrying the lease), and gctx ended also when the lease is revoked, so
+// that a revoked lease ends the partitions' work as the generation's end
+// does.
+func (s *Scanner) leaseGeneration(ctx, gctx context.Context, gen *kafka.Generation) (wctx, leased context.Context, stop func()) {
+	lease := fence.NewLease()
+	leased, endGen := context.WithCancel(gctx)
+	fctx, stopFence := context.WithCancel(context.WithoutCancel(ctx))
+	fenceDone := make(chan struct{})
+	go func() {
+		defer close(fenceDone)
+		consumer.Fence(fctx, consumer.GroupConfig{ID: s.cfg.GroupID, Brokers: s.cfg.Brokers, Auth: s.cfg.Auth},
+			gen, lease, s.log)
+		endGen() // revoked, or stop was called
+	}()
+	return fence.With(ctx, lease), leased, func() { stopFence(); <-fenceDone; endGen() }
 }
 
 // commit commits the low-water marks that advanced since the last commit.
