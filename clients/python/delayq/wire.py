@@ -377,7 +377,7 @@ def replace_message(task: Task, now_ms: int, settings: Settings = Settings()) ->
     _raise(reasons)
     m = _task_message(task, now_ms, settings, None)
     m.headers.append((H_OP, b"replace"))
-    return m
+    return _check_limits(m)
 
 
 def _task_message(task: Task, now_ms: int, settings: Settings, new_id) -> Message:
@@ -443,7 +443,28 @@ def _task_message(task: Task, now_ms: int, settings: Settings, new_id) -> Messag
     headers += [(H_TOPIC, topic.encode()), (H_AT, str(at_ms).encode()), (H_ID, id.encode())]
     headers += rec + expire
     slow = settings.slow_after >= 0 and (at_ms - now_ms) * MILLISECOND > settings.slow_after
-    return Message(settings.slow if slow else settings.input, _bytes(task.key), _bytes(task.value), headers)
+    return _check_limits(Message(settings.slow if slow else settings.input, _bytes(task.key), _bytes(task.value), headers))
+
+
+MAX_HEADERS = 256  # payload.MaxHeaders
+MAX_PAYLOAD = 1 << 20  # payload.DefaultMaxPayload
+HEADER_OVERHEAD = 32  # payload.HeaderOverhead: bytes each header counts beside its name and value
+
+
+def _check_limits(m: Message) -> Message:
+    """Decode's bounds on a message as a whole (payload.CheckLimits): at most
+    MAX_HEADERS headers, and key + value + headers (HEADER_OVERHEAD bytes
+    each beside their name and value) at most MAX_PAYLOAD bytes."""
+    if len(m.headers) > MAX_HEADERS:
+        _raise([f"headers: {len(m.headers)} headers, over the limit of {MAX_HEADERS}"])
+    size = len(m.key or b"") + len(m.value or b"")
+    size += sum(len(k.encode()) + len(v or b"") + HEADER_OVERHEAD for k, v in m.headers)
+    if size > MAX_PAYLOAD:
+        _raise([
+            f"payload: {size} bytes of key, value and headers ({HEADER_OVERHEAD} bytes each beside key and value), "
+            f"over the {MAX_PAYLOAD}-byte limit"
+        ])
+    return m
 
 
 def _check_expire(reasons: List[str], text: str) -> None:
