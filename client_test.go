@@ -559,12 +559,14 @@ func TestRealStack(t *testing.T) {
 			}
 			pending = append(pending, ok)
 		}
-		if !slices.Contains(rows, nil) && rows[3].Cancel && rows[3].Topic != "" && !slices.Contains(pending, false) {
+		// The cancelled task's entry is forgotten by ingest once its row
+		// carries the marker (pending counts only tasks still to deliver).
+		if !slices.Contains(rows, nil) && rows[3].Cancel && rows[3].Topic != "" && !slices.Contains(pending[:3], false) && !pending[3] {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("ingest did not store and index every task and the cancel: rows %v, pending in Redis %v", rows, pending)
+			t.Fatalf("ingest did not store and index every task and forget the cancelled one: rows %v, pending in Redis %v", rows, pending)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
