@@ -25,6 +25,27 @@ func TestREADMELength(t *testing.T) {
 	}
 }
 
+// pageMaxLines are the most lines a page of docs/ may grow to (issue 38):
+// ARCHITECTURE.md is the model, the flow and the guarantees, and
+// performance.md the current figures; the details and the history live in
+// the pages they link.
+var pageMaxLines = map[string]int{
+	"ARCHITECTURE.md": 600,
+	"performance.md":  200,
+}
+
+func TestPageLengths(t *testing.T) {
+	for page, most := range pageMaxLines {
+		lines, err := readLines(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lines) > most {
+			t.Errorf("docs/%s has %d lines, more than %d: move details to a focused page (docs/wire.md, storage.md, failures.md, performance-history.md …) and link it", page, len(lines), most)
+		}
+	}
+}
+
 func TestLinks(t *testing.T) {
 	files, err := filepath.Glob("*.md")
 	if err != nil {
