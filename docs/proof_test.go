@@ -33,10 +33,14 @@ import (
 //  3. a named test that `make test` does not run is marked in its row
 //     with what runs it (`make faults`, `make soak`, the tag or the
 //     variable; `-bench` for a benchmark), so that a reader knows the
-//     row's command is not part of the suite.
+//     row's command is not part of the suite;
+//  4. every alternative of a -run (-bench) pattern in the row's go test
+//     commands matches a test (benchmark) of the packages the command
+//     names, so that the command runs what the row claims.
 const proofRule = "every test a row names must exist, every row must name at least one test `make test` runs " +
 	"(covered by its go test command, not behind a build tag such as soak, not skipped unless a variable of " +
-	"`make faults`/`make soak` is set), and a test only `make faults`/`make soak` runs must be marked so in its row"
+	"`make faults`/`make soak` is set), a test only `make faults`/`make soak` runs must be marked so in its row, " +
+	"and each -run alternative of its commands must match a test of the command's packages"
 
 // TestProofTable checks ARCHITECTURE's proof table against the tests that
 // exist and the Makefile (see proofRule).
@@ -126,6 +130,9 @@ func BenchmarkThing(b *testing.B) {}
 		{"no test at all", "every test of the world", "", []string{"names no test"}},
 		{"benchmark, unmarked", "`a` TestPlain, BenchmarkThing", "", []string{"a BenchmarkThing: a benchmark"}},
 		{"benchmark, marked", "`a` TestPlain, BenchmarkThing", "`go test -run XXX -bench Thing ./a`", nil},
+		{"command runs them", "`a` TestPlain, TestListed", "`go test -run 'Plain\\|TestListed' ./a`; `go test -run 'TestSubtests/CaseOne' ./a`", nil},
+		{"command runs nothing", "`a` TestPlain", "`go test -run 'Plain\\|Gone' ./a ./b`", []string{`alternative "Gone" matches no test of a b`}},
+		{"bench command runs nothing", "`a` TestPlain, BenchmarkThing (-bench)", "`go test -run XXX -bench Other ./a`", []string{`-bench alternative "Other" matches no benchmark`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			row := parseProofRow(1, "a guarantee", c.cell, c.command, func(p string) bool {
@@ -148,8 +155,9 @@ func BenchmarkThing(b *testing.B) {}
 type proofRow struct {
 	line      int
 	guarantee string
-	text      string  // the tests and command cells, where marks are looked for
-	proofs    []proof // in the order named
+	text      string   // the tests and command cells, where marks are looked for
+	proofs    []proof  // in the order named
+	commands  []string // the go test commands of the command cell
 }
 
 func (r proofRow) short() string {
@@ -255,6 +263,11 @@ func splitRow(line string) []string {
 // (the rest is prose); outside them a CamelCase name is a subtest.
 func parseProofRow(line int, guarantee, tests, command string, isPkg func(string) bool) proofRow {
 	row := proofRow{line: line, guarantee: guarantee, text: tests + " " + command}
+	for _, m := range codeSpan.FindAllStringSubmatch(command, -1) {
+		if strings.Contains(m[1], "go test") {
+			row.commands = append(row.commands, m[1])
+		}
+	}
 	pkg := ""
 	type outer struct{ pkg, pending string }
 	var stack []outer // the state before each open parenthesis
@@ -335,6 +348,63 @@ func checkProofRow(row proofRow, idx *testIndex) []string {
 	}
 	if inMakeTest == 0 {
 		problems = append(problems, "names no test that make test runs")
+	}
+	for _, c := range row.commands {
+		problems = append(problems, checkCommand(c, idx)...)
+	}
+	return problems
+}
+
+// runFlagRE finds the -run and -bench patterns of a go test command.
+var runFlagRE = regexp.MustCompile(`-(run|bench)[ =]('[^']*'|"[^"]*"|\S+)`)
+
+// checkCommand reports each alternative of a command's -run (or -bench)
+// pattern that matches no test (benchmark) of the packages it names: a
+// command that would run nothing of what its row claims.
+func checkCommand(cmd string, idx *testIndex) []string {
+	var pkgs []string
+	for _, f := range strings.Fields(cmd) {
+		if (strings.HasPrefix(f, "./") || f == ".") && !strings.HasSuffix(f, "...") {
+			pkgs = append(pkgs, strings.TrimPrefix(strings.TrimPrefix(f, "./"), "/"))
+		}
+	}
+	flags := map[string]string{}
+	for _, m := range runFlagRE.FindAllStringSubmatch(cmd, -1) {
+		flags[m[1]] = strings.Trim(m[2], `'"`)
+	}
+	kind, pattern := "run", flags["run"]
+	if b, ok := flags["bench"]; ok {
+		kind, pattern = "bench", b
+	}
+	if pattern == "" || len(pkgs) == 0 {
+		return nil
+	}
+	var names []string
+	for _, p := range pkgs {
+		if p == "" {
+			p = "."
+		}
+		pt, err := idx.load(p)
+		if err != nil {
+			return []string{fmt.Sprintf("command %s: package %s: %v", cmd, p, err)}
+		}
+		for n := range pt.tests {
+			if (kind == "bench") == strings.HasPrefix(n, "Benchmark") {
+				names = append(names, n)
+			}
+		}
+	}
+	var problems []string
+	top, _, _ := strings.Cut(strings.ReplaceAll(pattern, `\|`, "|"), "/")
+	for _, alt := range strings.Split(top, "|") {
+		re, err := regexp.Compile(alt)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("command %s: -%s %q: %v", cmd, kind, alt, err))
+			continue
+		}
+		if !slices.ContainsFunc(names, re.MatchString) {
+			problems = append(problems, fmt.Sprintf("command %s: -%s alternative %q matches no %s of %s", cmd, kind, alt, map[string]string{"run": "test", "bench": "benchmark"}[kind], strings.Join(pkgs, " ")))
+		}
 	}
 	return problems
 }
