@@ -55,7 +55,7 @@ func (h *parkHeap) Pop() any {
 // the delivery settles, so a crash or a stop leaves it for the next scan of
 // the zset (the dispatcher emits one every tick while the zset holds due
 // entries).
-func (w *worker) park(d *delivery, at time.Time) {
+func (w *sender) park(d *delivery, at time.Time) {
 	z := d.entry.z
 	if z.parked == nil {
 		z.parked = make(map[zset.Entry]bool)
@@ -68,50 +68,21 @@ func (w *worker) park(d *delivery, at time.Time) {
 
 // parkedWake is when the next parked delivery is due (a first backoff
 // from now when none is).
-func (w *worker) parkedWake() time.Time {
+func (w *sender) parkedWake() time.Time {
 	if len(w.parked) == 0 {
 		return time.Now().Add(w.s.cfg.Backoff.Delay(1))
 	}
 	return w.parked[0].next
 }
 
-// retryParked writes the parked deliveries that are due, each alone, all
-// at once, and judges each by its own answer. The entries it settles for
-// zsets without a running scan task are removed at once. It returns an
-// error only when ctx ended first.
+// retryParked writes the parked deliveries that are due, each alone (the
+// sender's retry), and removes at once the entries they settle for zsets
+// without a running scan task. It returns an error only when ctx ended
+// first.
 func (w *worker) retryParked(ctx context.Context) error {
-	now := time.Now()
-	var due []*delivery
-	for len(w.parked) > 0 && !w.parked[0].next.After(now) && len(due) < maxAlone {
-		due = append(due, heap.Pop(&w.parked).(*delivery))
-	}
-	w.s.m.parked.Sub(float64(len(due)))
-
-	errs := make([]error, len(due))
-	wctx, cancel := drain.Context(ctx, w.s.writeGrace())
-	var wg sync.WaitGroup
-	for i, d := range due {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = write(wctx, w.s.single, []*delivery{d}, now)[0]
-		}()
-	}
-	wg.Wait()
-	cancel()
-	if err := ctx.Err(); err != nil {
-		return err // stopping: what is not settled stays in the index
-	}
-
-	at := time.Now()
-	touched := make(map[*zsetScan]bool)
-	for i, d := range due {
-		touched[d.entry.z] = true
-		if errs[i] == nil {
-			w.written(d, at)
-			continue
-		}
-		w.judge(d, errs[i], at)
+	touched, err := w.out.retry(ctx)
+	if err != nil {
+		return err
 	}
 	var idle []*zsetScan // no task: nothing else removes what settled
 	for z := range touched {
@@ -130,8 +101,48 @@ func (w *worker) retryParked(ctx context.Context) error {
 	return nil
 }
 
+// retry writes the parked deliveries that are due, each alone, all at
+// once, judges each by its own answer, and returns the zsets of those it
+// wrote or judged. It returns an error only when ctx ended first.
+func (w *sender) retry(ctx context.Context) (map[*zsetScan]bool, error) {
+	now := time.Now()
+	var due []*delivery
+	for len(w.parked) > 0 && !w.parked[0].next.After(now) && len(due) < maxAlone {
+		due = append(due, heap.Pop(&w.parked).(*delivery))
+	}
+	w.s.m.parked.Sub(float64(len(due)))
+
+	errs := make([]error, len(due))
+	wctx, cancel := drain.Context(ctx, w.s.cfg.writeGrace())
+	var wg sync.WaitGroup
+	for i, d := range due {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = write(wctx, w.s.single, []*delivery{d}, now)[0]
+		}()
+	}
+	wg.Wait()
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return nil, err // stopping: what is not settled stays in the index
+	}
+
+	at := time.Now()
+	touched := make(map[*zsetScan]bool)
+	for i, d := range due {
+		touched[d.entry.z] = true
+		if errs[i] == nil {
+			w.written(d, at)
+			continue
+		}
+		w.judge(d, errs[i], at)
+	}
+	return touched, nil
+}
+
 // judge decides what becomes of d after its alone write failed with err.
-func (w *worker) judge(d *delivery, err error, now time.Time) {
+func (w *sender) judge(d *delivery, err error, now time.Time) {
 	d.attempts++
 	refused := permanent(err)
 	if !refused && !d.failed && errors.Is(err, kafka.UnknownTopicOrPartition) {
@@ -149,12 +160,22 @@ func (w *worker) judge(d *delivery, err error, now time.Time) {
 		w.s.redirect(d, err.Error())
 		w.park(d, now)
 	case !d.stripped:
-		w.s.strip(d, err)
+		d.strip(err)
 		w.park(d, now)
 	default:
 		w.s.m.failed.WithLabelValues(reasonUndeliverable).Inc()
 		w.s.log.Error("task dropped: failed topic refused it", "zset", d.entry.z.key, "id", d.task.Name,
 			"topic", d.task.Topic, "exec_at", d.task.ExecAt, "err", err)
 		d.entry.settle()
+	}
+}
+
+// unauthorized logs, at missingLogRate lines a second, that d waits for
+// an ACL: delayd's Kafka principal may not write its topic.
+func (s *Scanner) unauthorized(d *delivery, err error) {
+	s.m.unauthorized.Inc()
+	if ok, suppressed := s.authLog.allow(time.Now()); ok {
+		s.log.Warn("delivery waits: delayd is not authorized to write the topic (grant its Kafka principal WRITE and DESCRIBE on it)",
+			"topic", d.task.Topic, "id", d.task.Name, "attempts", d.attempts, "suppressed", suppressed, "err", err)
 	}
 }

@@ -49,11 +49,10 @@
 //   - Never early: nothing is written before its exec_at, nor past the
 //     Hold's cutoff at the time of the write.
 //   - Due order within a topic: a rate-limited topic's tasks are released
-//     lowest exec_at first; a topic that is never paused has its tasks
-//     written in due order by the steps (a later write never carries an
-//     earlier exec_at than an earlier write, first deliveries only). A
-//     topic resumed after a pause does not keep due order between its
-//     held backlog and newly due tasks.
+//     lowest exec_at first (first deliveries; the fence keeps a release
+//     from overtaking a task that a step of any worker has not held yet).
+//     A topic resumed after a pause does not keep due order between its
+//     held backlog and newly due tasks, nor do the steps of two workers.
 //   - A rate-limited topic's releases stay within its rate: at most
 //     Burst(rate) + rate × t in any span t.
 //   - Nothing is held forever: once pauses end and the Hold moves on,
