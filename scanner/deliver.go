@@ -69,17 +69,17 @@ type delivery struct {
 // error is given to every message of a partition batch, so a message is
 // judged only on an answer about itself. It returns an error only when ctx
 // ended first; the messages not written then keep their entries.
-func (w *sender) deliver(ctx context.Context, ds []*delivery) error {
+func (sd *sender) deliver(ctx context.Context, ds []*delivery) error {
 	pending := ds
-	err := w.s.stage.Do(ctx, "write", w.s.policy, func(ctx context.Context) error {
-		failed, outage := w.writeByTopic(ctx, pending)
+	err := sd.s.stage.Do(ctx, "write", sd.s.policy, func(ctx context.Context) error {
+		failed, outage := sd.writeByTopic(ctx, pending)
 		if outage != nil {
 			pending = failed
 			return outage
 		}
 		now := time.Now()
 		for _, d := range failed {
-			w.park(d, now)
+			sd.park(d, now)
 		}
 		pending = nil
 		return nil
@@ -93,7 +93,7 @@ func (w *sender) deliver(ctx context.Context, ds []*delivery) error {
 // writeByTopic writes ds with one call per topic and settles the written
 // ones. It returns the others, and outage when nothing was written and
 // every failure was transient.
-func (w *sender) writeByTopic(ctx context.Context, ds []*delivery) (failed []*delivery, outage error) {
+func (sd *sender) writeByTopic(ctx context.Context, ds []*delivery) (failed []*delivery, outage error) {
 	byTopic := make(map[string][]*delivery)
 	for _, d := range ds {
 		byTopic[d.msg.Topic] = append(byTopic[d.msg.Topic], d)
@@ -106,14 +106,14 @@ func (w *sender) writeByTopic(ctx context.Context, ds []*delivery) (failed []*de
 	for _, tds := range byTopic {
 		calls = append(calls, &call{ds: tds})
 	}
-	wctx, cancel := drain.Context(ctx, w.s.cfg.writeGrace())
+	wctx, cancel := drain.Context(ctx, sd.s.cfg.writeGrace())
 	defer cancel()
 	now := time.Now()
 	var g errgroup.Group
 	g.SetLimit(maxCalls)
 	for _, c := range calls {
 		g.Go(func() error {
-			c.errs = write(wctx, w.s.w, c.ds, now)
+			c.errs = write(wctx, sd.s.w, c.ds, now)
 			return nil
 		})
 	}
@@ -131,7 +131,7 @@ func (w *sender) writeByTopic(ctx context.Context, ds []*delivery) (failed []*de
 			switch {
 			case err == nil:
 				answered = true
-				w.written(d, at)
+				sd.written(d, at)
 				continue
 			case messageError(err):
 				answered = true
@@ -173,22 +173,22 @@ func write(ctx context.Context, wr Writer, ds []*delivery, now time.Time) []erro
 }
 
 // written settles d, whose message was produced at.
-func (w *sender) written(d *delivery, at time.Time) {
+func (sd *sender) written(d *delivery, at time.Time) {
 	d.entry.settle()
 	if d.failed {
-		w.s.m.failed.WithLabelValues(cmp.Or(d.reason, reasonRefused)).Inc()
+		sd.s.m.failed.WithLabelValues(cmp.Or(d.reason, reasonRefused)).Inc()
 		return
 	}
-	w.s.m.delivered.Inc()
+	sd.s.m.delivered.Inc()
 	switch {
 	case d.task.PastDue: // asked for the past: late by the producer's choice, not delayq's
-		w.s.m.pastDue.Inc()
+		sd.s.m.pastDue.Inc()
 		return
 	case d.held: // held by a pause or a rate: not late by delayq's fault either
-		w.s.cm.lateness.Observe(at.Sub(time.UnixMilli(d.task.ExecAt)).Seconds())
+		sd.s.cm.lateness.Observe(at.Sub(time.UnixMilli(d.task.ExecAt)).Seconds())
 		return
 	}
-	w.s.m.lateness.Observe(at.Sub(time.UnixMilli(d.task.ExecAt)).Seconds())
+	sd.s.m.lateness.Observe(at.Sub(time.UnixMilli(d.task.ExecAt)).Seconds())
 }
 
 // permanent reports whether a produce error, answered about one message

@@ -55,24 +55,24 @@ func (h *parkHeap) Pop() any {
 // the delivery settles, so a crash or a stop leaves it for the next scan of
 // the zset (the dispatcher emits one every tick while the zset holds due
 // entries).
-func (w *sender) park(d *delivery, at time.Time) {
+func (sd *sender) park(d *delivery, at time.Time) {
 	z := d.entry.z
 	if z.parked == nil {
 		z.parked = make(map[zset.Entry]bool)
 	}
 	z.parked[d.entry.Entry] = true
 	d.next = at
-	heap.Push(&w.parked, d)
-	w.s.m.parked.Inc()
+	heap.Push(&sd.parked, d)
+	sd.s.m.parked.Inc()
 }
 
 // parkedWake is when the next parked delivery is due (a first backoff
 // from now when none is).
-func (w *sender) parkedWake() time.Time {
-	if len(w.parked) == 0 {
-		return time.Now().Add(w.s.cfg.Backoff.Delay(1))
+func (sd *sender) parkedWake() time.Time {
+	if len(sd.parked) == 0 {
+		return time.Now().Add(sd.s.cfg.Backoff.Delay(1))
 	}
-	return w.parked[0].next
+	return sd.parked[0].next
 }
 
 // retryParked writes the parked deliveries that are due, each alone (the
@@ -104,22 +104,22 @@ func (w *worker) retryParked(ctx context.Context) error {
 // retry writes the parked deliveries that are due, each alone, all at
 // once, judges each by its own answer, and returns the zsets of those it
 // wrote or judged. It returns an error only when ctx ended first.
-func (w *sender) retry(ctx context.Context) (map[*zsetScan]bool, error) {
+func (sd *sender) retry(ctx context.Context) (map[*zsetScan]bool, error) {
 	now := time.Now()
 	var due []*delivery
-	for len(w.parked) > 0 && !w.parked[0].next.After(now) && len(due) < maxAlone {
-		due = append(due, heap.Pop(&w.parked).(*delivery))
+	for len(sd.parked) > 0 && !sd.parked[0].next.After(now) && len(due) < maxAlone {
+		due = append(due, heap.Pop(&sd.parked).(*delivery))
 	}
-	w.s.m.parked.Sub(float64(len(due)))
+	sd.s.m.parked.Sub(float64(len(due)))
 
 	errs := make([]error, len(due))
-	wctx, cancel := drain.Context(ctx, w.s.cfg.writeGrace())
+	wctx, cancel := drain.Context(ctx, sd.s.cfg.writeGrace())
 	var wg sync.WaitGroup
 	for i, d := range due {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = write(wctx, w.s.single, []*delivery{d}, now)[0]
+			errs[i] = write(wctx, sd.s.single, []*delivery{d}, now)[0]
 		}()
 	}
 	wg.Wait()
@@ -133,38 +133,38 @@ func (w *sender) retry(ctx context.Context) (map[*zsetScan]bool, error) {
 	for i, d := range due {
 		touched[d.entry.z] = true
 		if errs[i] == nil {
-			w.written(d, at)
+			sd.written(d, at)
 			continue
 		}
-		w.judge(d, errs[i], at)
+		sd.judge(d, errs[i], at)
 	}
 	return touched, nil
 }
 
 // judge decides what becomes of d after its alone write failed with err.
-func (w *sender) judge(d *delivery, err error, now time.Time) {
+func (sd *sender) judge(d *delivery, err error, now time.Time) {
 	d.attempts++
 	refused := permanent(err)
 	if !refused && !d.failed && errors.Is(err, kafka.UnknownTopicOrPartition) {
 		// delayd creates FailedTopic, so there "unknown" stays transient.
 		d.unknown++
-		refused = d.unknown >= w.s.cfg.MaxAttempts
+		refused = d.unknown >= sd.s.cfg.MaxAttempts
 	}
 	if unauthorized(err) {
-		w.s.unauthorized(d, err)
+		sd.s.unauthorized(d, err)
 	}
 	switch {
 	case !refused:
-		w.park(d, now.Add(w.s.cfg.Backoff.Delay(d.attempts)))
+		sd.park(d, now.Add(sd.s.cfg.Backoff.Delay(d.attempts)))
 	case !d.failed:
-		w.s.redirect(d, err.Error())
-		w.park(d, now)
+		sd.s.redirect(d, err.Error())
+		sd.park(d, now)
 	case !d.stripped:
 		d.strip(err)
-		w.park(d, now)
+		sd.park(d, now)
 	default:
-		w.s.m.failed.WithLabelValues(reasonUndeliverable).Inc()
-		w.s.log.Error("task dropped: failed topic refused it", "zset", d.entry.z.key, "id", d.task.Name,
+		sd.s.m.failed.WithLabelValues(reasonUndeliverable).Inc()
+		sd.s.log.Error("task dropped: failed topic refused it", "zset", d.entry.z.key, "id", d.task.Name,
 			"topic", d.task.Topic, "exec_at", d.task.ExecAt, "err", err)
 		d.entry.settle()
 	}
