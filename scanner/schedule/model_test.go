@@ -401,7 +401,7 @@ func (s *sim) check() []string {
 
 var modelSeed = flag.Uint64("model.seed", 0, "first seed of TestModel (0: from the clock)")
 
-// TestModel runs 1,000 seeded schedules of up to 60 tasks on 3 topics
+// TestModel runs 500 seeded schedules of up to 60 tasks on 3 topics
 // (random rates, pauses, hold lags and stalls, prefetch, coalescing,
 // batch sizes, cancels, crashes of workers and releaser); a failure names
 // its seed, which `go test -run TestModel -model.seed N` replays first.
@@ -411,7 +411,7 @@ func TestModel(t *testing.T) {
 		base = uint64(time.Now().UnixNano())
 	}
 	t.Logf("first seed %d", base)
-	for run := range uint64(1000) {
+	for run := range uint64(500) {
 		seed := base + run
 		s := &sim{rng: rand.New(rand.NewPCG(seed, 0))}
 		s.generate()
@@ -420,7 +420,7 @@ func TestModel(t *testing.T) {
 			if len(errs) > 5 {
 				errs = errs[:5]
 			}
-			t.Fatalf("seed %d (prefetch %v, coalesce %v, batch %d, hold %+v, controls %+v):\n%s\nlast events:\n%s", seed, s.cfg.Prefetch, s.cfg.Coalesce, s.cfg.BatchSize, *s.hold, s.ctls,
+			t.Fatalf("seed %d (prefetch %v, coalesce %v, batch %d, hold lead %d stalled [%d, %d), controls %+v):\n%s\nlast events:\n%s", seed, s.cfg.Prefetch, s.cfg.Coalesce, s.cfg.BatchSize, s.hold.lead, s.hold.from-t0, s.hold.to-t0, s.ctls,
 				strings.Join(errs, "\n"), strings.Join(s.log[max(0, len(s.log)-10):], "\n"))
 		}
 	}
