@@ -9,6 +9,7 @@ import (
 
 	"github.com/delayq/delayq/internal/metric"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/scanner/schedule"
 	"github.com/delayq/delayq/topicctl"
 )
 
@@ -82,14 +83,14 @@ func newControlMetrics(reg prometheus.Registerer) (*controlMetrics, error) {
 // rate-limited topic is held (Controls.Hold) and its entry settled, to be
 // delivered by the releaser. It returns the deliveries to write now, and
 // an error only when ctx ended first.
-func (w *worker) control(ctx context.Context, ds []*delivery) ([]*delivery, error) {
-	c := w.s.cfg.Controls
+func (l loader) control(ctx context.Context, ds []*delivery) ([]*delivery, error) {
+	c := l.s.cfg.Controls
 	if len(ds) == 0 {
 		return ds, nil
 	}
 	var sn topicctl.Snapshot
 	if c != nil {
-		err := w.s.stage.Do(ctx, "controls", w.s.policy, func(ctx context.Context) (err error) {
+		err := l.s.stage.Do(ctx, "controls", l.s.policy, func(ctx context.Context) (err error) {
 			sn, err = c.Controls(ctx)
 			return err
 		})
@@ -102,21 +103,19 @@ func (w *worker) control(ctx context.Context, ds []*delivery) ([]*delivery, erro
 	hold := make(map[string][]*delivery)
 	for _, d := range ds {
 		ctl := sn.Of(d.task.Topic)
-		switch {
-		case d.failed, w.s.expire(d, ctl, now):
-			out = append(out, d)
-		case ctl.Holds():
+		failed := d.failed || d.expire(ctl, now, l.s.cfg.FailedTopic)
+		if schedule.Route(rules(ctl), failed, false) == schedule.HoldBack {
 			hold[d.task.Topic] = append(hold[d.task.Topic], d)
-		default:
-			out = append(out, d)
+			continue
 		}
+		out = append(out, d)
 	}
 	for topic, hds := range hold {
 		refs := make([]payload.Ref, len(hds))
 		for i, d := range hds {
 			refs[i] = d.task.Ref()
 		}
-		err := w.s.stage.Do(ctx, "hold", w.s.policy, func(ctx context.Context) error {
+		err := l.s.stage.Do(ctx, "hold", l.s.policy, func(ctx context.Context) error {
 			return c.Hold(ctx, topic, refs)
 		})
 		if err != nil {
@@ -125,24 +124,29 @@ func (w *worker) control(ctx context.Context, ds []*delivery) ([]*delivery, erro
 		for _, d := range hds {
 			d.entry.settle()
 		}
-		w.s.cm.held.Add(float64(len(hds)))
+		l.s.cm.held.Add(float64(len(hds)))
 	}
 	return out, nil
 }
 
-// expire turns d into its FailedTopic form with reason ReasonExpired when
-// delivering it at now would be later than its exec_at plus its
-// delay-expire-after, or its topic's default expiry, and reports whether
-// it did.
-func (s *Scanner) expire(d *delivery, ctl topicctl.Control, now time.Time) bool {
+// rules is the part of a topic's control the scheduling rules need.
+func rules(c topicctl.Control) schedule.Control {
+	return schedule.Control{Paused: c.Paused, Rate: c.Rate}
+}
+
+// expire turns d into its form for failed (the failed topic) with reason
+// ReasonExpired when delivering it at now would be later than its exec_at
+// plus its delay-expire-after, or its topic's default expiry
+// (schedule.Expired), and reports whether it did.
+func (d *delivery) expire(ctl topicctl.Control, now time.Time, failed string) bool {
 	after, ok, err := payload.ExpireAfter(d.task.Headers)
 	if err != nil || !ok {
 		after = ctl.ExpireAfter
 	}
-	if after <= 0 || now.Sub(time.UnixMilli(d.task.ExecAt)) <= after {
+	if !schedule.Expired(d.task.ExecAt, after, now) {
 		return false
 	}
-	s.toFailed(d, ReasonExpired)
+	d.toFailed(failed, ReasonExpired)
 	d.reason = ReasonExpired
 	return true
 }

@@ -56,13 +56,13 @@ func TestPauseHoldsAndResumeReleasesInOrder(t *testing.T) {
 	if err != nil || len(st) != 1 || st[0].Held != 20 || !st[0].Control.Paused {
 		t.Fatalf("List = %+v, %v; want orders paused with 20 held", st, err)
 	}
-	if err := e.s.releaseRound(ctx, "me"); err != nil {
+	if err := e.rel().round(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.byTopic("orders")); n != 0 {
 		t.Fatalf("%d released while paused", n)
 	}
-	if err := e.s.gaugeTopics(ctx); err != nil {
+	if err := e.rel().gauge(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if p, h := value(e.s.cm.paused), value(e.s.cm.heldTopics); p != 1 || h != 20 {
@@ -76,7 +76,7 @@ func TestPauseHoldsAndResumeReleasesInOrder(t *testing.T) {
 	if err := c.Resume(ctx, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.s.releaseRound(ctx, "me"); err != nil {
+	if err := e.rel().round(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got := e.byTopic("orders")
@@ -115,21 +115,21 @@ func TestRateLimitsRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.scan(ctx, scantask.Task{Zset: "z", Until: at + 100})
-	if err := e.s.releaseRound(ctx, "me"); err != nil {
+	if err := e.rel().round(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.byTopic("orders")); n != 25 {
 		t.Fatalf("first round: %d delivered, want the burst of 25", n)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if err := e.s.releaseRound(ctx, "me"); err != nil {
+	if err := e.rel().round(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.byTopic("orders")); n < 34 || n > 37 {
 		t.Fatalf("after 100ms more: %d delivered, want 35", n)
 	}
 	time.Sleep(time.Second)
-	if err := e.s.releaseRound(ctx, "me"); err != nil {
+	if err := e.rel().round(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.byTopic("orders")); n < 59 || n > 62 {
@@ -154,8 +154,8 @@ func TestReleaseWaitsForEarlierEntries(t *testing.T) {
 	}
 	round := func() {
 		t.Helper()
-		e.s.fenceNext = time.Time{} // read the fence again
-		if err := e.s.releaseRound(ctx, "me"); err != nil {
+		e.rel().fenceNext = time.Time{} // read the fence again
+		if err := e.rel().round(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

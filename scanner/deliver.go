@@ -34,6 +34,13 @@ const (
 // maxCalls caps the WriteMessages calls of one step in flight at once.
 const maxCalls = 32
 
+// sender writes a worker's deliveries (one call per topic) and parks
+// the ones to write alone (park.go). Only its worker's goroutine uses it.
+type sender struct {
+	s      *Scanner
+	parked parkHeap // deliveries to write alone, by next attempt
+}
+
 // delivery is a task's message on its way to its business topic, or to
 // FailedTopic once the business topic refused it.
 type delivery struct {
@@ -62,17 +69,17 @@ type delivery struct {
 // error is given to every message of a partition batch, so a message is
 // judged only on an answer about itself. It returns an error only when ctx
 // ended first; the messages not written then keep their entries.
-func (w *worker) deliver(ctx context.Context, ds []*delivery) error {
+func (sd *sender) deliver(ctx context.Context, ds []*delivery) error {
 	pending := ds
-	err := w.s.stage.Do(ctx, "write", w.s.policy, func(ctx context.Context) error {
-		failed, outage := w.writeByTopic(ctx, pending)
+	err := sd.s.stage.Do(ctx, "write", sd.s.policy, func(ctx context.Context) error {
+		failed, outage := sd.writeByTopic(ctx, pending)
 		if outage != nil {
 			pending = failed
 			return outage
 		}
 		now := time.Now()
 		for _, d := range failed {
-			w.park(d, now)
+			sd.park(d, now)
 		}
 		pending = nil
 		return nil
@@ -86,7 +93,7 @@ func (w *worker) deliver(ctx context.Context, ds []*delivery) error {
 // writeByTopic writes ds with one call per topic and settles the written
 // ones. It returns the others, and outage when nothing was written and
 // every failure was transient.
-func (w *worker) writeByTopic(ctx context.Context, ds []*delivery) (failed []*delivery, outage error) {
+func (sd *sender) writeByTopic(ctx context.Context, ds []*delivery) (failed []*delivery, outage error) {
 	byTopic := make(map[string][]*delivery)
 	for _, d := range ds {
 		byTopic[d.msg.Topic] = append(byTopic[d.msg.Topic], d)
@@ -99,14 +106,14 @@ func (w *worker) writeByTopic(ctx context.Context, ds []*delivery) (failed []*de
 	for _, tds := range byTopic {
 		calls = append(calls, &call{ds: tds})
 	}
-	wctx, cancel := drain.Context(ctx, w.s.writeGrace())
+	wctx, cancel := drain.Context(ctx, sd.s.cfg.writeGrace())
 	defer cancel()
 	now := time.Now()
 	var g errgroup.Group
 	g.SetLimit(maxCalls)
 	for _, c := range calls {
 		g.Go(func() error {
-			c.errs = write(wctx, w.s.w, c.ds, now)
+			c.errs = write(wctx, sd.s.w, c.ds, now)
 			return nil
 		})
 	}
@@ -124,7 +131,7 @@ func (w *worker) writeByTopic(ctx context.Context, ds []*delivery) (failed []*de
 			switch {
 			case err == nil:
 				answered = true
-				w.written(d, at)
+				sd.written(d, at)
 				continue
 			case messageError(err):
 				answered = true
@@ -166,22 +173,22 @@ func write(ctx context.Context, wr Writer, ds []*delivery, now time.Time) []erro
 }
 
 // written settles d, whose message was produced at.
-func (w *worker) written(d *delivery, at time.Time) {
+func (sd *sender) written(d *delivery, at time.Time) {
 	d.entry.settle()
 	if d.failed {
-		w.s.m.failed.WithLabelValues(cmp.Or(d.reason, reasonRefused)).Inc()
+		sd.s.m.failed.WithLabelValues(cmp.Or(d.reason, reasonRefused)).Inc()
 		return
 	}
-	w.s.m.delivered.Inc()
+	sd.s.m.delivered.Inc()
 	switch {
 	case d.task.PastDue: // asked for the past: late by the producer's choice, not delayq's
-		w.s.m.pastDue.Inc()
+		sd.s.m.pastDue.Inc()
 		return
 	case d.held: // held by a pause or a rate: not late by delayq's fault either
-		w.s.cm.lateness.Observe(at.Sub(time.UnixMilli(d.task.ExecAt)).Seconds())
+		sd.s.cm.lateness.Observe(at.Sub(time.UnixMilli(d.task.ExecAt)).Seconds())
 		return
 	}
-	w.s.m.lateness.Observe(at.Sub(time.UnixMilli(d.task.ExecAt)).Seconds())
+	sd.s.m.lateness.Observe(at.Sub(time.UnixMilli(d.task.ExecAt)).Seconds())
 }
 
 // permanent reports whether a produce error, answered about one message
@@ -231,13 +238,13 @@ func unauthorized(err error) bool {
 func (s *Scanner) redirect(d *delivery, reason string) {
 	s.log.Warn("task refused by its topic", "id", d.task.Name, "topic", d.task.Topic,
 		"exec_at", d.task.ExecAt, "reason", reason)
-	s.toFailed(d, reason)
+	d.toFailed(s.cfg.FailedTopic, reason)
 }
 
-// toFailed is redirect without the log line.
-func (s *Scanner) toFailed(d *delivery, reason string) {
+// toFailed is redirect to failed without the log line.
+func (d *delivery) toFailed(failed, reason string) {
 	m := d.msg
-	m.Topic = s.cfg.FailedTopic
+	m.Topic = failed
 	m.Headers = append(slices.Clip(m.Headers),
 		kafka.Header{Key: payload.HeaderTopic, Value: []byte(d.task.Topic)},
 		kafka.Header{Key: payload.HeaderError, Value: []byte(reason)})
@@ -249,7 +256,7 @@ func (s *Scanner) toFailed(d *delivery, reason string) {
 // strip drops the key, value and pass-through headers of a FailedTopic
 // message that FailedTopic refused (too large, typically), keeping the delay-*
 // headers, so that the failure is still recorded.
-func (s *Scanner) strip(d *delivery, err error) {
+func (d *delivery) strip(err error) {
 	var hs []kafka.Header
 	reason := ""
 	for _, h := range d.msg.Headers {

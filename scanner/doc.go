@@ -11,6 +11,18 @@
 // families that share a family-0 shard) is scanned zset by zset as if each
 // had a scan task of its own; its offset finishes with the last of them.
 //
+// # Rules and I/O
+//
+// The decisions of a step and of a release round (what to take from a
+// zset, when to wake, when a step may write, what a paused or rate-limited
+// topic holds, what the releaser lets out, in which order and at which
+// rate) are the pure rules of package schedule, with a model test; this
+// package performs them. worker.go runs a worker's loop and its steps,
+// load.go and get.go read rows into deliveries (isolating panics),
+// recur.go plans next occurrences, control.go holds, deliver.go writes,
+// park.go writes alone what a batch write refused, release.go releases
+// held tasks.
+//
 // # Steps
 //
 // Scanning a scan task is a loop of steps. A step reads up to BatchSize
@@ -90,7 +102,7 @@
 //   - A panic while handling one task (reading its row, building its
 //     message, planning its next occurrence) is recovered: the task goes
 //     to FailedTopic with delay-error "internal error" and an ERROR line
-//     naming it (panic.go); the worker goes on.
+//     naming it (get.go); the worker goes on.
 //   - Offsets are committed through a sliding window (consumer.Window):
 //     the committed offset is the low-water mark of finished scan tasks
 //     and never goes backwards. A scan task that was not finished (stop,

@@ -215,8 +215,17 @@ type env struct {
 	w      *fakeWriter
 	single *fakeWriter
 	s      *Scanner
+	r      *releaser // owner "me"; made by rel
 	logs   *syncBuffer
 	now    time.Time
+}
+
+// rel returns e's releaser, the one of its Scanner with owner "me".
+func (e *env) rel() *releaser {
+	if e.r == nil {
+		e.r = &releaser{s: e.s, owner: "me"}
+	}
+	return e.r
 }
 
 func newEnv(t *testing.T, cfg Config) *env {

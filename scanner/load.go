@@ -3,10 +3,13 @@ package scanner
 import (
 	"context"
 	"errors"
-	"sync"
+	"strconv"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -37,12 +40,12 @@ func (e entry) settle() {
 // occurrences of recurring tasks are stored and indexed before it returns
 // (recur.go). It returns an
 // error only when ctx ended first.
-func (w *worker) load(ctx context.Context, es []entry) ([]*delivery, error) {
+func (l loader) load(ctx context.Context, es []entry) ([]*delivery, error) {
 	refs := make([]payload.Ref, len(es))
 	for i, e := range es {
 		refs[i] = payload.Ref{ID: e.ID, ExecAt: e.ExecAt}
 	}
-	tasks, bad, err := w.get(ctx, refs)
+	tasks, bad, err := l.get(ctx, refs)
 	if err != nil {
 		return nil, err
 	}
@@ -55,19 +58,19 @@ func (w *worker) load(ctx context.Context, es []entry) ([]*delivery, error) {
 		switch {
 		case bad[i] != nil:
 			d := &delivery{entry: e, task: standIn(e), index: -1}
-			w.s.internal(d, bad[i])
+			l.s.internal(d, bad[i])
 			ds = append(ds, d)
 		case task == nil:
-			w.s.missing(e)
+			l.s.missing(e)
 			e.settle()
 		case task.Cancel:
 			cancelled++
 			e.settle()
 		default:
-			ds = append(ds, w.deliveryFor(e, task))
+			ds = append(ds, l.deliveryFor(e, task))
 		}
 	}
-	stopped, err := w.recur(ctx, ds)
+	stopped, err := l.recur(ctx, ds)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +86,7 @@ func (w *worker) load(ctx context.Context, es []entry) ([]*delivery, error) {
 		}
 		ds = kept
 	}
-	w.s.m.cancelled.Add(float64(cancelled))
+	l.s.m.cancelled.Add(float64(cancelled))
 	return ds, nil
 }
 
@@ -103,41 +106,36 @@ func (s *Scanner) missing(e entry) {
 	s.log.Warn("task row missing, entry removed", args...)
 }
 
-// limiter allows up to rate events a second and counts the others.
-// unauthorized logs, at missingLogRate lines a second, that d waits for
-// an ACL: delayd's Kafka principal may not write its topic.
-func (s *Scanner) unauthorized(d *delivery, err error) {
-	s.m.unauthorized.Inc()
-	if ok, suppressed := s.authLog.allow(time.Now()); ok {
-		s.log.Warn("delivery waits: delayd is not authorized to write the topic (grant its Kafka principal WRITE and DESCRIBE on it)",
-			"topic", d.task.Topic, "id", d.task.Name, "attempts", d.attempts, "suppressed", suppressed, "err", err)
+// deliveryFor is the delivery of task, read for e; a panic while building
+// it sends the task to the failed topic instead (internal).
+func (l loader) deliveryFor(e entry, task *payload.Task) (d *delivery) {
+	d = &delivery{entry: e, task: task, index: -1}
+	var p *panicked
+	func() {
+		defer catch(&p)
+		d.msg = payload.Deliverable(*task)
+		switch {
+		case payload.IsCheck(*task):
+			// A reschedule whose task never came: ingest stored its
+			// failed-topic message, sent as it is.
+			d.msg = kafka.Message{Topic: l.s.cfg.FailedTopic, Key: task.Key, Value: task.Value, Headers: task.Headers}
+			d.failed, d.reason = true, reasonLifecycle
+		case task.Topic == "":
+			l.s.redirect(d, "no business topic")
+		case topics.Internal(task.Topic):
+			l.s.redirect(d, "internal topic "+task.Topic)
+		default:
+			d.msg.Headers = l.s.cfg.Tracer.Deliver(d.msg, task.Name, task.ExecAt)
+		}
+	}()
+	if p != nil {
+		d.msg, d.failed = kafka.Message{}, false
+		l.s.internal(d, p)
 	}
+	return d
 }
 
-type limiter struct {
-	rate int
-
-	mu         sync.Mutex
-	second     int64 // unix second of the current window
-	n          int   // events allowed in it
-	suppressed int   // events refused since the last allowed one
-}
-
-func newLimiter(rate int) *limiter { return &limiter{rate: rate} }
-
-// allow reports whether an event at now may be logged and how many were
-// refused since the last one that was.
-func (l *limiter) allow(now time.Time) (ok bool, suppressed int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if sec := now.Unix(); sec != l.second {
-		l.second, l.n = sec, 0
-	}
-	if l.n >= l.rate {
-		l.suppressed++
-		return false, 0
-	}
-	l.n++
-	suppressed, l.suppressed = l.suppressed, 0
-	return true, suppressed
+// standIn is the task of an entry whose row the store could not read.
+func standIn(e entry) *payload.Task {
+	return &payload.Task{ID: e.ID, Name: strconv.FormatUint(e.ID, 10), ExecAt: e.ExecAt}
 }

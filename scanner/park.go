@@ -55,63 +55,34 @@ func (h *parkHeap) Pop() any {
 // the delivery settles, so a crash or a stop leaves it for the next scan of
 // the zset (the dispatcher emits one every tick while the zset holds due
 // entries).
-func (w *worker) park(d *delivery, at time.Time) {
+func (sd *sender) park(d *delivery, at time.Time) {
 	z := d.entry.z
 	if z.parked == nil {
 		z.parked = make(map[zset.Entry]bool)
 	}
 	z.parked[d.entry.Entry] = true
 	d.next = at
-	heap.Push(&w.parked, d)
-	w.s.m.parked.Inc()
+	heap.Push(&sd.parked, d)
+	sd.s.m.parked.Inc()
 }
 
 // parkedWake is when the next parked delivery is due (a first backoff
 // from now when none is).
-func (w *worker) parkedWake() time.Time {
-	if len(w.parked) == 0 {
-		return time.Now().Add(w.s.cfg.Backoff.Delay(1))
+func (sd *sender) parkedWake() time.Time {
+	if len(sd.parked) == 0 {
+		return time.Now().Add(sd.s.cfg.Backoff.Delay(1))
 	}
-	return w.parked[0].next
+	return sd.parked[0].next
 }
 
-// retryParked writes the parked deliveries that are due, each alone, all
-// at once, and judges each by its own answer. The entries it settles for
-// zsets without a running scan task are removed at once. It returns an
-// error only when ctx ended first.
+// retryParked writes the parked deliveries that are due, each alone (the
+// sender's retry), and removes at once the entries they settle for zsets
+// without a running scan task. It returns an error only when ctx ended
+// first.
 func (w *worker) retryParked(ctx context.Context) error {
-	now := time.Now()
-	var due []*delivery
-	for len(w.parked) > 0 && !w.parked[0].next.After(now) && len(due) < maxAlone {
-		due = append(due, heap.Pop(&w.parked).(*delivery))
-	}
-	w.s.m.parked.Sub(float64(len(due)))
-
-	errs := make([]error, len(due))
-	wctx, cancel := drain.Context(ctx, w.s.writeGrace())
-	var wg sync.WaitGroup
-	for i, d := range due {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = write(wctx, w.s.single, []*delivery{d}, now)[0]
-		}()
-	}
-	wg.Wait()
-	cancel()
-	if err := ctx.Err(); err != nil {
-		return err // stopping: what is not settled stays in the index
-	}
-
-	at := time.Now()
-	touched := make(map[*zsetScan]bool)
-	for i, d := range due {
-		touched[d.entry.z] = true
-		if errs[i] == nil {
-			w.written(d, at)
-			continue
-		}
-		w.judge(d, errs[i], at)
+	touched, err := w.out.retry(ctx)
+	if err != nil {
+		return err
 	}
 	var idle []*zsetScan // no task: nothing else removes what settled
 	for z := range touched {
@@ -130,31 +101,81 @@ func (w *worker) retryParked(ctx context.Context) error {
 	return nil
 }
 
+// retry writes the parked deliveries that are due, each alone, all at
+// once, judges each by its own answer, and returns the zsets of those it
+// wrote or judged. It returns an error only when ctx ended first.
+func (sd *sender) retry(ctx context.Context) (map[*zsetScan]bool, error) {
+	now := time.Now()
+	var due []*delivery
+	for len(sd.parked) > 0 && !sd.parked[0].next.After(now) && len(due) < maxAlone {
+		due = append(due, heap.Pop(&sd.parked).(*delivery))
+	}
+	sd.s.m.parked.Sub(float64(len(due)))
+
+	errs := make([]error, len(due))
+	wctx, cancel := drain.Context(ctx, sd.s.cfg.writeGrace())
+	var wg sync.WaitGroup
+	for i, d := range due {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = write(wctx, sd.s.single, []*delivery{d}, now)[0]
+		}()
+	}
+	wg.Wait()
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return nil, err // stopping: what is not settled stays in the index
+	}
+
+	at := time.Now()
+	touched := make(map[*zsetScan]bool)
+	for i, d := range due {
+		touched[d.entry.z] = true
+		if errs[i] == nil {
+			sd.written(d, at)
+			continue
+		}
+		sd.judge(d, errs[i], at)
+	}
+	return touched, nil
+}
+
 // judge decides what becomes of d after its alone write failed with err.
-func (w *worker) judge(d *delivery, err error, now time.Time) {
+func (sd *sender) judge(d *delivery, err error, now time.Time) {
 	d.attempts++
 	refused := permanent(err)
 	if !refused && !d.failed && errors.Is(err, kafka.UnknownTopicOrPartition) {
 		// delayd creates FailedTopic, so there "unknown" stays transient.
 		d.unknown++
-		refused = d.unknown >= w.s.cfg.MaxAttempts
+		refused = d.unknown >= sd.s.cfg.MaxAttempts
 	}
 	if unauthorized(err) {
-		w.s.unauthorized(d, err)
+		sd.s.unauthorized(d, err)
 	}
 	switch {
 	case !refused:
-		w.park(d, now.Add(w.s.cfg.Backoff.Delay(d.attempts)))
+		sd.park(d, now.Add(sd.s.cfg.Backoff.Delay(d.attempts)))
 	case !d.failed:
-		w.s.redirect(d, err.Error())
-		w.park(d, now)
+		sd.s.redirect(d, err.Error())
+		sd.park(d, now)
 	case !d.stripped:
-		w.s.strip(d, err)
-		w.park(d, now)
+		d.strip(err)
+		sd.park(d, now)
 	default:
-		w.s.m.failed.WithLabelValues(reasonUndeliverable).Inc()
-		w.s.log.Error("task dropped: failed topic refused it", "zset", d.entry.z.key, "id", d.task.Name,
+		sd.s.m.failed.WithLabelValues(reasonUndeliverable).Inc()
+		sd.s.log.Error("task dropped: failed topic refused it", "zset", d.entry.z.key, "id", d.task.Name,
 			"topic", d.task.Topic, "exec_at", d.task.ExecAt, "err", err)
 		d.entry.settle()
+	}
+}
+
+// unauthorized logs, at missingLogRate lines a second, that d waits for
+// an ACL: delayd's Kafka principal may not write its topic.
+func (s *Scanner) unauthorized(d *delivery, err error) {
+	s.m.unauthorized.Inc()
+	if ok, suppressed := s.authLog.allow(time.Now()); ok {
+		s.log.Warn("delivery waits: delayd is not authorized to write the topic (grant its Kafka principal WRITE and DESCRIBE on it)",
+			"topic", d.task.Topic, "id", d.task.Name, "attempts", d.attempts, "suppressed", suppressed, "err", err)
 	}
 }

@@ -74,27 +74,27 @@ func newRecurMetrics(reg prometheus.Registerer) (*recurMetrics, error) {
 // settled like those of cancelled rows). It returns an error only when
 // ctx ended first; the caller then delivers nothing of ds, whose entries
 // stay in the index.
-func (w *worker) recur(ctx context.Context, ds []*delivery) (map[*delivery]bool, error) {
-	next, cur := w.plan(ds)
+func (l loader) recur(ctx context.Context, ds []*delivery) (map[*delivery]bool, error) {
+	next, cur := l.plan(ds)
 	if len(cur) == 0 {
 		return nil, nil
 	}
 	if len(next) > 0 {
-		if err := w.store(ctx, next); err != nil {
+		if err := l.store(ctx, next); err != nil {
 			return nil, err
 		}
 	}
-	stopped, err := w.track(ctx, cur, next)
+	stopped, err := l.track(ctx, cur, next)
 	if err != nil {
 		return nil, err
 	}
-	w.s.recurM.planned.Add(float64(len(next)))
+	l.s.recurM.planned.Add(float64(len(next)))
 	return stopped, nil
 }
 
 // plan returns the next occurrences of the recurring tasks of ds, and
 // those deliveries (cur), planned or ending.
-func (w *worker) plan(ds []*delivery) (next []payload.Task, cur []*delivery) {
+func (l loader) plan(ds []*delivery) (next []payload.Task, cur []*delivery) {
 	for _, d := range ds {
 		if d.failed {
 			continue // refused for good: the series ends on delay-failed
@@ -107,21 +107,21 @@ func (w *worker) plan(ds []*delivery) (next []payload.Task, cur []*delivery) {
 		)
 		func() {
 			defer catch(&p)
-			n, ok, err = payload.NextOccurrence(*d.task, w.s.cfg.MaxDelay)
+			n, ok, err = payload.NextOccurrence(*d.task, l.s.cfg.MaxDelay)
 		}()
 		switch {
 		case p != nil:
-			w.s.internal(d, p)
+			l.s.internal(d, p)
 		case err != nil:
-			w.s.recurM.ended.WithLabelValues(endInvalid).Inc()
-			w.s.log.Error("recurring task ends: next occurrence not planned", "id", d.task.Name,
+			l.s.recurM.ended.WithLabelValues(endInvalid).Inc()
+			l.s.log.Error("recurring task ends: next occurrence not planned", "id", d.task.Name,
 				"exec_at", d.task.ExecAt, "err", err)
 		case ok:
 			next = append(next, n)
 			cur = append(cur, d)
 		default:
 			if _, _, recurs, _ := payload.Series(*d.task); recurs {
-				w.s.recurM.ended.WithLabelValues(endDone).Inc()
+				l.s.recurM.ended.WithLabelValues(endDone).Inc()
 				cur = append(cur, d)
 			}
 		}
@@ -130,9 +130,9 @@ func (w *worker) plan(ds []*delivery) (next []payload.Task, cur []*delivery) {
 }
 
 // store stores and indexes next occurrences.
-func (w *worker) store(ctx context.Context, next []payload.Task) error {
-	err := w.s.stage.Do(ctx, "put_next", w.s.policy, func(ctx context.Context) error {
-		return w.s.store.Put(ctx, next)
+func (l loader) store(ctx context.Context, next []payload.Task) error {
+	err := l.s.stage.Do(ctx, "put_next", l.s.policy, func(ctx context.Context) error {
+		return l.s.store.Put(ctx, next)
 	})
 	if err != nil {
 		return fmt.Errorf("scanner: store %d next occurrences: %w", len(next), err)
@@ -141,12 +141,12 @@ func (w *worker) store(ctx context.Context, next []payload.Task) error {
 	for i, t := range next {
 		entries[i] = zset.Entry{ID: t.ID, ExecAt: t.ExecAt}
 	}
-	err = w.s.stage.Do(ctx, "add_next", w.s.policy, func(ctx context.Context) error {
-		err := w.s.ix.Add(ctx, time.Now(), entries)
+	err = l.s.stage.Do(ctx, "add_next", l.s.policy, func(ctx context.Context) error {
+		err := l.s.ix.Add(ctx, time.Now(), entries)
 		if errors.Is(err, zset.ErrBadEntry) {
 			// An entry Add refuses can never be indexed (payload.Decode
 			// admits none such): log it, index the others (Add did).
-			w.s.log.Error("next occurrence refused by the index", "err", err)
+			l.s.log.Error("next occurrence refused by the index", "err", err)
 			return nil
 		}
 		return err
@@ -164,14 +164,14 @@ func (w *worker) store(ctx context.Context, next []payload.Task) error {
 // be delivered. The read covers a cancel that came after a crash had
 // stored and indexed the next occurrence but not yet recorded it (the
 // cancel then marked the current one only). Doing it twice is harmless.
-func (w *worker) track(ctx context.Context, cur []*delivery, next []payload.Task) (map[*delivery]bool, error) {
+func (l loader) track(ctx context.Context, cur []*delivery, next []payload.Task) (map[*delivery]bool, error) {
 	occ := make([]taskstate.Occurrence, len(next))
 	for i, t := range next {
 		occ[i] = taskstate.Occurrence{ID: t.ID, Name: t.Name, At: t.ExecAt}
 	}
 	if len(occ) > 0 {
-		err := w.s.stage.Do(ctx, "put_ids", w.s.policy, func(ctx context.Context) error {
-			return w.s.store.PutIDs(ctx, taskstate.Track(occ))
+		err := l.s.stage.Do(ctx, "put_ids", l.s.policy, func(ctx context.Context) error {
+			return l.s.store.PutIDs(ctx, taskstate.Track(occ))
 		})
 		if err != nil {
 			return nil, fmt.Errorf("scanner: record %d next occurrences in their id rows: %w", len(next), err)
@@ -182,8 +182,8 @@ func (w *worker) track(ctx context.Context, cur []*delivery, next []payload.Task
 		keys[i] = d.task.ID
 	}
 	var states []payload.IDState
-	err := w.s.stage.Do(ctx, "get_ids", w.s.policy, func(ctx context.Context) (err error) {
-		states, err = w.s.store.GetIDs(ctx, keys)
+	err := l.s.stage.Do(ctx, "get_ids", l.s.policy, func(ctx context.Context) (err error) {
+		states, err = l.s.store.GetIDs(ctx, keys)
 		if err == nil && len(states) != len(keys) {
 			err = fmt.Errorf("%w: %d id rows for %d ids", ErrStore, len(states), len(keys))
 		}
@@ -204,11 +204,11 @@ func (w *worker) track(ctx context.Context, cur []*delivery, next []payload.Task
 	for i, o := range occ {
 		nextStates[i] = byID[o.ID]
 	}
-	return stopped, w.mark(ctx, taskstate.Stopped(occ, nextStates))
+	return stopped, l.mark(ctx, taskstate.Stopped(occ, nextStates))
 }
 
 // mark puts the cancel markers of stopped next occurrences.
-func (w *worker) mark(ctx context.Context, stopped []taskstate.Mark) error {
+func (l loader) mark(ctx context.Context, stopped []taskstate.Mark) error {
 	if len(stopped) == 0 {
 		return nil
 	}
@@ -216,8 +216,8 @@ func (w *worker) mark(ctx context.Context, stopped []taskstate.Mark) error {
 	for i, m := range stopped {
 		markers[i] = payload.Task{ID: m.ID, Name: m.Name, ExecAt: m.At, Cancel: true}
 	}
-	err := w.s.stage.Do(ctx, "cancel_next", w.s.policy, func(ctx context.Context) error {
-		return w.s.store.Put(ctx, markers)
+	err := l.s.stage.Do(ctx, "cancel_next", l.s.policy, func(ctx context.Context) error {
+		return l.s.store.Put(ctx, markers)
 	})
 	if err != nil {
 		return fmt.Errorf("scanner: cancel %d next occurrences: %w", len(markers), err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/delayq/delayq/internal/fence"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/scanner/schedule"
 	"github.com/delayq/delayq/topicctl"
 	"github.com/delayq/delayq/zset"
 )
@@ -39,14 +40,30 @@ const (
 	fenceSpacing = 20
 )
 
-// release delivers the held tasks of the topics that are not paused, at
-// their rates, lowest exec_at first, until ctx ends. One instance at a
-// time releases a topic (Controls.Lease). Like a step, it delivers nothing
-// past Hold's cutoff (a cancel may still be queued in delay-input).
-func (s *Scanner) release(ctx context.Context) {
+// releaser delivers the held tasks of the topics that are not paused, at
+// their rates, lowest exec_at first (the rules: schedule.Fence, Admit,
+// Again, Forget). One instance at a time releases a topic
+// (Controls.Lease). Like a step, it delivers nothing past Hold's cutoff (a
+// cancel may still be queued in delay-input).
+type releaser struct {
+	s     *Scanner
+	owner string // this instance, in the topics' leases
+	// fenceNext and fenceUntil: when the fence is read again, and the
+	// last one read (fence).
+	fenceNext  time.Time
+	fenceUntil int64
+}
+
+// newReleaser returns the releaser of s, owner of its leases.
+func newReleaser(s *Scanner) *releaser {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	owner := hex.EncodeToString(b[:])
+	return &releaser{s: s, owner: hex.EncodeToString(b[:])}
+}
+
+// run releases every releaseEvery until ctx ends.
+func (r *releaser) run(ctx context.Context) {
+	s := r.s
 	t := time.NewTicker(releaseEvery)
 	defer t.Stop()
 	failing := false // one line when rounds start failing, one when they succeed again
@@ -57,10 +74,10 @@ func (s *Scanner) release(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		err := s.releaseRound(ctx, owner)
+		err := r.round(ctx)
 		if err == nil && time.Since(gauged) >= gaugeEvery {
 			gauged = time.Now()
-			err = s.gaugeTopics(ctx)
+			err = r.gauge(ctx)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -74,10 +91,10 @@ func (s *Scanner) release(ctx context.Context) {
 	}
 }
 
-// releaseRound releases what is due of every held topic this instance
-// leases. An error ends the round; the next one starts afresh.
-func (s *Scanner) releaseRound(ctx context.Context, owner string) error {
-	c := s.cfg.Controls
+// round releases what is due of every held topic this instance leases.
+// An error ends the round; the next one starts afresh.
+func (r *releaser) round(ctx context.Context) error {
+	c := r.s.cfg.Controls
 	held, err := c.HeldTopics(ctx)
 	if err != nil || len(held) == 0 {
 		return err
@@ -88,11 +105,11 @@ func (s *Scanner) releaseRound(ctx context.Context, owner string) error {
 	}
 	for _, topic := range held {
 		ctl := sn.Of(topic)
-		if ctl.Paused {
+		if !schedule.Releasable(rules(ctl)) {
 			continue
 		}
 		start := time.Now() // before the lease is asked for: its expiry on this clock
-		ok, err := c.Lease(ctx, topic, owner, leaseTTL)
+		ok, err := c.Lease(ctx, topic, r.owner, leaseTTL)
 		if err != nil {
 			return err
 		}
@@ -102,16 +119,16 @@ func (s *Scanner) releaseRound(ctx context.Context, owner string) error {
 		// The topic's writes are fenced by the lease (fence.go): a releaser
 		// paused past it writes nothing for the topic when it wakes.
 		lctx := fence.With(ctx, fence.Until(start.Add(leaseTTL)))
-		until, err := s.fence(ctx)
+		until, err := r.fence(ctx)
 		if err != nil {
 			return err
 		}
 		for range releaseRounds {
-			n, err := s.releaseTopic(lctx, topic, ctl, until)
+			n, err := r.topic(lctx, topic, ctl, until)
 			if err != nil {
 				return err
 			}
-			if n < releaseBatch || ctl.Rate > 0 {
+			if !schedule.Again(rules(ctl), n, releaseBatch) {
 				break
 			}
 		}
@@ -119,58 +136,57 @@ func (s *Scanner) releaseRound(ctx context.Context, owner string) error {
 	return nil
 }
 
-// fence returns how far (exec_at, unix ms) the releaser may go: Hold's
-// cutoff, or the earliest entry due within orderWait still in the index
-// when that is earlier. A step holds a task before it removes its entry
-// from the index, and the fence is read before the held sets are: a task
-// due before the fence that a step has not delivered is in a held set by
-// then, and goes out first (due order), across instances. An older
-// fence is as safe, only later: it is read again after fenceEvery, or
-// fenceSpacing times as long as the last read took if that is longer.
-func (s *Scanner) fence(ctx context.Context) (int64, error) {
+// fence returns how far (exec_at, unix ms) the releaser may go
+// (schedule.Fence): Hold's cutoff, or the earliest entry due within
+// orderWait still in the index when that is earlier, so that a task due
+// before the fence that a step has not delivered goes out first (due
+// order), across instances. An older fence is as safe, only later: it is
+// read again after fenceEvery, or fenceSpacing times as long as the last
+// read took if that is longer.
+func (r *releaser) fence(ctx context.Context) (int64, error) {
 	now := time.Now()
-	if now.Before(s.fenceNext) {
-		return s.fenceUntil, nil
+	if now.Before(r.fenceNext) {
+		return r.fenceUntil, nil
 	}
-	until := s.cutoff(now.UnixMilli())
-	low, found, err := s.ix.Earliest(ctx, now.Add(-orderWait).UnixMilli(), until)
+	cutoff := r.s.plan.Cutoff(now.UnixMilli())
+	low, found, err := r.s.ix.Earliest(ctx, now.Add(-orderWait).UnixMilli(), cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("scanner: earliest pending entry: %w", err)
 	}
-	if found && low < until {
-		until = low
-	}
-	s.fenceNext, s.fenceUntil = now.Add(max(fenceEvery, fenceSpacing*time.Since(now))), until
+	until := schedule.Fence(cutoff, low, found)
+	r.fenceNext, r.fenceUntil = now.Add(max(fenceEvery, fenceSpacing*time.Since(now))), until
 	return until, nil
 }
 
-// releaseTopic delivers up to releaseBatch held tasks of topic due by
-// until (and that its bucket allows) and returns how many it read.
-func (s *Scanner) releaseTopic(ctx context.Context, topic string, ctl topicctl.Control, until int64) (int, error) {
-	c := s.cfg.Controls
+// topic delivers up to releaseBatch held tasks of topic due by until
+// (and that its bucket allows: schedule.Admit) and returns how many it
+// read.
+func (r *releaser) topic(ctx context.Context, topic string, ctl topicctl.Control, until int64) (int, error) {
+	c := r.s.cfg.Controls
 	now := time.Now()
 	refs, err := c.Held(ctx, topic, until, releaseBatch)
 	if err != nil {
 		return 0, err
 	}
 	read := len(refs)
+	if schedule.Forget(rules(ctl), read) {
+		return 0, c.Forget(ctx, topic)
+	}
 	if read == 0 {
-		if !ctl.Holds() {
-			return 0, c.Forget(ctx, topic)
-		}
 		return 0, nil
 	}
-	if ctl.Rate > 0 {
-		n, err := c.Take(ctx, topic, ctl.Rate, len(refs), now)
+	granted := read
+	if want := schedule.Want(rules(ctl), read); want >= 0 {
+		granted, err = c.Take(ctx, topic, ctl.Rate, want, now)
 		if err != nil {
 			return 0, err
 		}
-		refs = refs[:n]
 	}
+	refs = schedule.Admit(rules(ctl), refs, granted)
 	if len(refs) == 0 {
 		return read, nil
 	}
-	done, err := s.deliverHeld(ctx, topic, refs, ctl)
+	done, err := r.deliverHeld(ctx, topic, refs, ctl)
 	if err != nil {
 		return 0, err
 	}
@@ -182,12 +198,12 @@ func (s *Scanner) releaseTopic(ctx context.Context, topic string, ctl topicctl.C
 // planned when they were held, and returns the refs settled: delivered,
 // cancelled, missing or sent to FailedTopic. Deliveries a write refused
 // are written alone (park.go) before it returns.
-func (s *Scanner) deliverHeld(ctx context.Context, topic string, refs []payload.Ref, ctl topicctl.Control) ([]payload.Ref, error) {
-	w := &worker{s: s, p: newPartition(-1), zsets: map[string]*zsetScan{}}
-	// z collects what settles. Its stand-in scan task keeps retryParked
-	// from removing its entries from the index: they are in no zset.
-	z := &zsetScan{key: "held:" + topic, index: -1, tasks: []scanTask{{}}}
-	tasks, bad, err := w.get(ctx, refs)
+func (r *releaser) deliverHeld(ctx context.Context, topic string, refs []payload.Ref, ctl topicctl.Control) ([]payload.Ref, error) {
+	s := r.s
+	ld, out := loader{s: s}, &sender{s: s}
+	// z collects what settles; its entries are in no zset.
+	z := &zsetScan{key: "held:" + topic, index: -1}
+	tasks, bad, err := ld.get(ctx, refs)
 	if err != nil {
 		return nil, err
 	}
@@ -207,39 +223,40 @@ func (s *Scanner) deliverHeld(ctx context.Context, topic string, refs []payload.
 			s.m.cancelled.Inc()
 			e.settle()
 		default:
-			d := w.deliveryFor(e, task)
+			d := ld.deliveryFor(e, task)
 			d.held = true
 			if !d.failed {
-				s.expire(d, ctl, now)
+				d.expire(ctl, now, s.cfg.FailedTopic)
 			}
 			ds = append(ds, d)
 		}
 	}
 	if len(ds) > 0 {
-		if err := w.deliver(ctx, ds); err != nil {
+		if err := out.deliver(ctx, ds); err != nil {
 			return nil, err
 		}
 	}
-	for len(w.parked) > 0 {
+	for len(out.parked) > 0 {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(time.Until(w.parked[0].next)):
+		case <-time.After(time.Until(out.parked[0].next)):
 		}
-		if err := w.retryParked(ctx); err != nil {
+		if _, err := out.retry(ctx); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]payload.Ref, len(z.settled))
+	done := make([]payload.Ref, len(z.settled))
 	for i, e := range z.settled {
-		out[i] = payload.Ref{ID: e.ID, ExecAt: e.ExecAt}
+		done[i] = payload.Ref{ID: e.ID, ExecAt: e.ExecAt}
 	}
-	return out, nil
+	return done, nil
 }
 
 // gaugeTopics sets delayq_topic_paused and delayq_topic_held_tasks from
 // the controls; topics without a control or held tasks leave them.
-func (s *Scanner) gaugeTopics(ctx context.Context) error {
+func (r *releaser) gauge(ctx context.Context) error {
+	s := r.s
 	st, all, err := s.cfg.Controls.List(ctx)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/scanner/schedule"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -59,12 +60,7 @@ type Writer interface {
 }
 
 // Hold tells how far deliveries may go (watermark.Follower).
-type Hold interface {
-	// Cutoff is the latest exec_at (unix ms) deliverable at now (unix ms).
-	Cutoff(now int64) int64
-	// Poll is how soon a held entry is looked at again.
-	Poll() time.Duration
-}
+type Hold = schedule.Hold
 
 // Scanner consumes scan tasks and delivers due tasks. Build it with New.
 type Scanner struct {
@@ -81,12 +77,10 @@ type Scanner struct {
 	missingLog *limiter
 	// authLog limits the WARN lines about unauthorized topics.
 	authLog *limiter
-	// fenceNext and fenceUntil: when the releaser reads its fence again,
-	// and the last one read (release.go).
-	fenceNext  time.Time
-	fenceUntil int64
-	recurM     *recurMetrics
-	cm         *controlMetrics
+	// plan is the scheduling rules' settings (schedule).
+	plan   schedule.Config
+	recurM *recurMetrics
+	cm     *controlMetrics
 
 	running atomic.Bool
 }
@@ -128,6 +122,7 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 	}
 	return &Scanner{
 		cfg:        cfg,
+		plan:       schedule.Config{Prefetch: cfg.Prefetch, Coalesce: cfg.Coalesce, BatchSize: cfg.BatchSize, Hold: cfg.Hold},
 		ix:         fencedIndex{Index: ix, fenced: m.fenced},
 		store:      fencedStore{Store: store, fenced: m.fenced},
 		w:          fencedWriter{Writer: w, fenced: m.fenced},
@@ -174,7 +169,7 @@ func (s *Scanner) Run(ctx context.Context) error {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			s.release(ctx)
+			newReleaser(s).run(ctx)
 		}()
 		defer func() { <-done }()
 	}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"strconv"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/payload"
-	"github.com/delayq/delayq/topics"
 )
 
 // ReasonInternal is the delay-error of a task whose handling panicked (a
@@ -33,16 +31,21 @@ func catch(p **panicked) {
 	}
 }
 
+// loader reads the tasks of due entries and turns them into deliveries
+// (load.go), plans the next occurrences of recurring ones (recur.go) and
+// applies the topics' controls (control.go). It holds no state.
+type loader struct{ s *Scanner }
+
 // get reads refs from the store in one Get, retried while ctx lives, like
 // Store.Get. When the Get panics (a row the store cannot read), the refs
 // are read again in halves down to the ones that panic alone, which come
 // back nil with their panic in bad. It returns an error only when ctx
 // ended first.
-func (w *worker) get(ctx context.Context, refs []payload.Ref) (tasks []*payload.Task, bad map[int]*panicked, err error) {
+func (l loader) get(ctx context.Context, refs []payload.Ref) (tasks []*payload.Task, bad map[int]*panicked, err error) {
 	var p *panicked
-	err = w.s.stage.Do(ctx, "get", w.s.policy, func(ctx context.Context) error {
+	err = l.s.stage.Do(ctx, "get", l.s.policy, func(ctx context.Context) error {
 		defer catch(&p)
-		got, err := w.s.store.Get(ctx, refs)
+		got, err := l.s.store.Get(ctx, refs)
 		if err != nil {
 			return err
 		}
@@ -61,11 +64,11 @@ func (w *worker) get(ctx context.Context, refs []payload.Ref) (tasks []*payload.
 		return []*payload.Task{nil}, map[int]*panicked{0: p}, nil
 	}
 	mid := len(refs) / 2
-	lo, badLo, err := w.get(ctx, refs[:mid])
+	lo, badLo, err := l.get(ctx, refs[:mid])
 	if err != nil {
 		return nil, nil, err
 	}
-	hi, badHi, err := w.get(ctx, refs[mid:])
+	hi, badHi, err := l.get(ctx, refs[mid:])
 	if err != nil {
 		return nil, nil, err
 	}
@@ -93,40 +96,6 @@ func (s *Scanner) internal(d *delivery, p *panicked) {
 			{Key: payload.HeaderAt, Value: []byte(payload.FormatTime(d.task.ExecAt))},
 		}}
 	}
-	s.toFailed(d, ReasonInternal)
+	d.toFailed(s.cfg.FailedTopic, ReasonInternal)
 	d.reason = reasonInternal
-}
-
-// deliveryFor is the delivery of task, read for e; a panic while building
-// it sends the task to the failed topic instead (internal).
-func (w *worker) deliveryFor(e entry, task *payload.Task) (d *delivery) {
-	d = &delivery{entry: e, task: task, index: -1}
-	var p *panicked
-	func() {
-		defer catch(&p)
-		d.msg = payload.Deliverable(*task)
-		switch {
-		case payload.IsCheck(*task):
-			// A reschedule whose task never came: ingest stored its
-			// failed-topic message, sent as it is.
-			d.msg = kafka.Message{Topic: w.s.cfg.FailedTopic, Key: task.Key, Value: task.Value, Headers: task.Headers}
-			d.failed, d.reason = true, reasonLifecycle
-		case task.Topic == "":
-			w.s.redirect(d, "no business topic")
-		case topics.Internal(task.Topic):
-			w.s.redirect(d, "internal topic "+task.Topic)
-		default:
-			d.msg.Headers = w.s.cfg.Tracer.Deliver(d.msg, task.Name, task.ExecAt)
-		}
-	}()
-	if p != nil {
-		d.msg, d.failed = kafka.Message{}, false
-		w.s.internal(d, p)
-	}
-	return d
-}
-
-// standIn is the task of an entry whose row the store could not read.
-func standIn(e entry) *payload.Task {
-	return &payload.Task{ID: e.ID, Name: strconv.FormatUint(e.ID, 10), ExecAt: e.ExecAt}
 }
