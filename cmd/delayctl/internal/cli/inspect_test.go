@@ -51,7 +51,9 @@ func TestInspectPendingIsTheState(t *testing.T) {
 	id := func(name string) uint64 { return payload.TaskID(name) }
 	const replacedAt = 1_899_999_999_000 // the replace's record time
 	version := taskstate.VersionID(id("replaced"), replacedAt)
-	task := func(cancel bool) *payload.Task { return &payload.Task{Topic: "orders", Value: []byte("v"), Cancel: cancel} }
+	task := func(cancel bool) *payload.Task {
+		return &payload.Task{Topic: "orders", Value: []byte("v"), Cancel: cancel}
+	}
 	st := stateStore{
 		rows: map[payload.Ref]*payload.Task{
 			{ID: id("pending"), ExecAt: due}:       task(false),
