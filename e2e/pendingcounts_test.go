@@ -186,6 +186,12 @@ func runPendingCounts(t *testing.T, e *e2etest.Env, apiAddr, httpAddr string, ct
 			t.Errorf("delivered %s, want only the two due tasks", got)
 		}
 	}
+	for _, r := range failed.Snapshot() { // nothing refused: a cancel that overtook its task is silent
+		got, reason := e2etest.Header(r.Msg, payload.HeaderID), e2etest.Header(r.Msg, payload.HeaderError)
+		if strings.HasPrefix(got, e.Run+"-") && (got != id("expired-own") && got != id("expired-topic") || reason != "expired") {
+			t.Errorf("delay-failed has %s (%q), want only the two expired tasks", got, reason)
+		}
+	}
 
 	// 1. GET /v1/tasks?state=pending, over both topics.
 	listed := 0
