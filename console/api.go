@@ -430,7 +430,7 @@ func (c *Console) cancel(r *http.Request) (any, error) {
 	if b.Canceller == nil {
 		return nil, httpError{http.StatusNotImplemented, "this delayd cannot write cancels"}
 	}
-	byID, err := c.replaceAt(r.Context(), b, req.ID, ms)
+	byID, err := replaceAt(r.Context(), b, req.ID, ms)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +454,7 @@ func (c *Console) cancel(r *http.Request) (any, error) {
 // ms. Its row is under the replace's version id, which a cancel by id and
 // due time (delay-id, delay-at) never names: only a cancel by id alone
 // reaches it.
-func (c *Console) replaceAt(ctx context.Context, b *Backends, name string, ms int64) (bool, error) {
+func replaceAt(ctx context.Context, b *Backends, name string, ms int64) (bool, error) {
 	if b.Store == nil || len(name) > payload.MaxNameLen {
 		return false, nil
 	}
