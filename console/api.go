@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -274,12 +275,16 @@ type TaskView struct {
 	// Indexed: the row's entry is in the Redis index (Zset), where the
 	// scanner finds it when due. A cancelled row's entry may linger there
 	// until then (a cancel that overtook its task).
-	Indexed bool     `json:"indexed"`
-	Zset    string   `json:"zset"`
-	Topic   string   `json:"topic,omitempty"`
-	Key     *Bytes   `json:"key,omitempty"`
-	Value   *Bytes   `json:"value,omitempty"`
-	Headers []Header `json:"headers,omitempty"`
+	Indexed bool   `json:"indexed"`
+	Zset    string `json:"zset"`
+	// Replaced: the row is a replace's (under its version id, ID64). A
+	// cancel by id and due time names the row of the id, never this one:
+	// the console cancels it by id alone (see cancel).
+	Replaced bool     `json:"replaced,omitempty"`
+	Topic    string   `json:"topic,omitempty"`
+	Key      *Bytes   `json:"key,omitempty"`
+	Value    *Bytes   `json:"value,omitempty"`
+	Headers  []Header `json:"headers,omitempty"`
 }
 
 // taskRef reads the id and due time of a task from query or body values.
@@ -330,6 +335,7 @@ func (c *Console) task(r *http.Request) (any, error) {
 		return nil, httpError{http.StatusNotImplemented, "this delayd has no payload store or index"}
 	}
 	var phase payload.TaskState
+	var replaced bool
 	ref := payload.Ref{ID: payload.TaskID(id)}
 	if at == "" && id != "" && len(id) <= payload.MaxNameLen {
 		// By id alone: the API's state (payload.State), and the row it
@@ -347,6 +353,7 @@ func (c *Console) task(r *http.Request) (any, error) {
 		}
 		ref.ID = st[0].Row(ref.ID)
 		at = strconv.FormatInt(phase.At, 10)
+		replaced = st[0].Version != 0
 	}
 	given, ms, err := taskRef(id, at)
 	if err != nil {
@@ -368,6 +375,7 @@ func (c *Console) task(r *http.Request) (any, error) {
 	v := TaskView{
 		ID: id, ID64: strconv.FormatUint(ref.ID, 10), ExecAt: ms,
 		Due: time.UnixMilli(ms).UTC().Format(time.RFC3339Nano), Indexed: indexed, Zset: b.Index.Key(e),
+		Replaced: replaced,
 	}
 	if t := rows[0]; t != nil {
 		v.Stored, v.Cancelled, v.Topic = true, t.Cancel, t.Topic
@@ -422,11 +430,39 @@ func (c *Console) cancel(r *http.Request) (any, error) {
 	if b.Canceller == nil {
 		return nil, httpError{http.StatusNotImplemented, "this delayd cannot write cancels"}
 	}
-	if err := b.Canceller.Cancel(r.Context(), req.ID, ms); err != nil {
+	byID, err := replaceAt(r.Context(), b, req.ID, ms)
+	if err != nil {
+		return nil, err
+	}
+	sent := ms
+	if byID {
+		sent = 0
+	}
+	if err := b.Canceller.Cancel(r.Context(), req.ID, sent); err != nil {
 		return nil, backend("kafka", err)
 	}
-	c.cfg.Logger.Info("console cancel sent", append([]any{"id", req.ID, "exec_at", ms}, c.who(r)...)...)
-	return map[string]any{"sent": true, "id": req.ID, "exec_at": ms}, nil
+	c.cfg.Logger.Info("console cancel sent", append([]any{"id", req.ID, "exec_at", ms, "by_id", byID}, c.who(r)...)...)
+	out := map[string]any{"sent": true, "id": req.ID, "exec_at": ms}
+	if byID {
+		out["by_id"] = true
+		out["rule"] = "a replaced task is cancelled by id alone (a cancel by id and due time names the row of the id, not the replace's), which also blocks the id for delayd's --max-delay + --retention"
+	}
+	return out, nil
+}
+
+// replaceAt reports whether the current task of name is a replace due at
+// ms. Its row is under the replace's version id, which a cancel by id and
+// due time (delay-id, delay-at) never names: only a cancel by id alone
+// reaches it.
+func replaceAt(ctx context.Context, b *Backends, name string, ms int64) (bool, error) {
+	if b.Store == nil || len(name) > payload.MaxNameLen {
+		return false, nil
+	}
+	st, err := b.Store.GetIDs(ctx, []uint64{payload.TaskID(name)})
+	if err != nil {
+		return false, backend("payload store", err)
+	}
+	return st[0].Version != 0 && st[0].Due() == ms && !st[0].Cancelled, nil
 }
 
 // FailedView is one row of the failed page.

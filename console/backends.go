@@ -32,6 +32,8 @@ type Store interface {
 // Canceller cancels a task by its id (the delay-id string) and due time,
 // as delayctl cancel does: by writing a cancel to delay-input.
 type Canceller interface {
+	// Cancel writes a cancel of task id due at execAt (unix ms); execAt
+	// 0 writes a cancel by id alone (no delay-at).
 	Cancel(ctx context.Context, id string, execAt int64) error
 }
 

@@ -29,7 +29,8 @@ import (
 // must say what GET /v1/tasks/{id} says, and never "pending: yes" beside
 // "cancelled: yes"; the pending counts (the console's backlog card,
 // delayq_pending_tasks, delayctl backlog, GET /v1/tasks?state=pending)
-// must all equal the tasks really pending. Then a read-only console shows
+// must all equal the tasks really pending. "Cancel this task" cancels the
+// replaced task (by id alone). Then a read-only console shows
 // none of the write controls (computed visibility, not only refused).
 func TestBrowserTaskStates(t *testing.T) {
 	browser := chromium(t)
@@ -178,6 +179,19 @@ func TestBrowserTaskStates(t *testing.T) {
 	}
 	b.open("/ui/#/tasks")
 	b.waitEval(`document.getElementById('tasks-limit').value`, "100")
+
+	// "Cancel this task" on the replaced task cancels it: its row is the
+	// replace's (a version id), which a cancel by id and due time never
+	// names, so the console cancels it by id alone and says so.
+	b.open("/ui/#/task?id=bs-replaced")
+	b.waitText("#task-state", "pending")
+	b.waitEval(`document.getElementById('task-cancel').disabled`, "false")
+	b.waitEval(`(window.confirm = () => true, 'accepting')`, "accepting")
+	b.run(chromedp.Click(chromedp.ID("task-cancel")))
+	b.waitEval(`document.getElementById('task-cancel-result').textContent.startsWith('cancel by id alone sent')`, "true")
+	waitState("bs-replaced", "cancelled")
+	b.waitText("#task-state", "cancelled")
+	b.waitText(`[data-field="pending"]`, "no")
 
 	// A read-only console: the write controls are not shown at all.
 	ro := startDelaydWith(t, false)

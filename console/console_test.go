@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/delayq/delayq/payload"
+	"github.com/delayq/delayq/taskstate"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -41,6 +42,10 @@ type fakeCanceller struct {
 func (f *fakeCanceller) Cancel(_ context.Context, id string, at int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if at == 0 {
+		f.sent = append(f.sent, id+" by id alone")
+		return nil
+	}
 	f.sent = append(f.sent, id+"@"+time.UnixMilli(at).UTC().Format(time.RFC3339))
 	return nil
 }
@@ -276,6 +281,57 @@ func TestTaskStates(t *testing.T) {
 	}
 	if status, out := f.do(t, "GET", "/ui/api/task?id=&at=x", "", ""); status != 400 || !strings.Contains(out, "id is required; at") {
 		t.Errorf("bad query: %d %s, want both problems", status, out)
+	}
+}
+
+// "Cancel this task" on a replaced task: its row is under the replace's
+// version id, which a cancel by id and due time never names (it marks the
+// id's own row there, and the replace stays pending), so the console
+// cancels it by id alone and says so. Other tasks, and a replace's old
+// due time, are cancelled by id and due time.
+func TestCancelReplaced(t *testing.T) {
+	f := newFixture(t, Config{Write: true, Token: token}, true)
+	ctx := context.Background()
+	old := time.Date(2030, 1, 2, 15, 4, 5, 0, time.UTC).UnixMilli()
+	now := old + 60_000
+	recorded := int64(1_893_000_000_000)
+	id := payload.TaskID("r-1")
+	version := taskstate.VersionID(id, recorded)
+	if err := f.store.Put(ctx, []payload.Task{
+		{ID: id, Name: "r-1", Topic: "orders", ExecAt: old},
+		{ID: id, Name: "r-1", ExecAt: old, Cancel: true}, // marked by the replace
+		{ID: version, Name: "r-1", Topic: "orders", ExecAt: now, Value: []byte("new")},
+		{ID: payload.TaskID("p-1"), Name: "p-1", Topic: "orders", ExecAt: now},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.PutIDs(ctx, []payload.IDWrite{
+		{ID: id, Name: "r-1", Submitted: old, At: now, Version: recorded},
+		{ID: payload.TaskID("p-1"), Name: "p-1", Submitted: now},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.ix.pending[zset.Entry{ID: version, ExecAt: now}] = true
+	if status, out := f.do(t, "GET", "/ui/api/task?id=r-1", token, ""); status != 200 ||
+		!strings.Contains(out, `"replaced":true`) || !strings.Contains(out, `"state":"pending"`) {
+		t.Fatalf("task page of the replaced task: %d %s", status, out)
+	}
+	at := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+	for _, tc := range []struct{ name, body, sent, has string }{
+		{"the replace: by id alone", `{"id":"r-1","at":"` + at(now) + `"}`, "r-1 by id alone", `"by_id":true`},
+		{"the replaced due time: by id and due time", `{"id":"r-1","at":"` + at(old) + `"}`, "r-1@2030-01-02T15:04:05Z", `"sent":true`},
+		{"not replaced: by id and due time", `{"id":"p-1","at":"` + at(now) + `"}`, "p-1@2030-01-02T15:05:05Z", `"sent":true`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.cancel.sent = nil
+			status, out := f.do(t, "POST", "/ui/api/task/cancel", token, tc.body)
+			if status != 200 || !strings.Contains(out, tc.has) {
+				t.Fatalf("%d %s, want %s", status, out, tc.has)
+			}
+			if got := strings.Join(f.cancel.sent, ","); got != tc.sent {
+				t.Errorf("sent %q, want %q", got, tc.sent)
+			}
+		})
 	}
 }
 

@@ -24,21 +24,21 @@ type Writer interface {
 }
 
 // NewCanceller returns a Canceller that writes the cancel message of the
-// wire contract (delay-op: cancel, delay-id, delay-at) to delay-input.
+// wire contract (delay-op: cancel, delay-id, delay-at; without delay-at
+// for a cancel by id alone) to delay-input.
 func NewCanceller(w Writer) Canceller { return canceller{w} }
 
 type canceller struct{ w Writer }
 
 func (c canceller) Cancel(ctx context.Context, id string, execAt int64) error {
-	return c.w.WriteMessages(ctx, kafka.Message{
-		Topic: topics.Input,
-		Key:   []byte(id),
-		Headers: []kafka.Header{
-			{Key: payload.HeaderOp, Value: []byte(payload.OpCancel)},
-			{Key: payload.HeaderID, Value: []byte(id)},
-			{Key: payload.HeaderAt, Value: []byte(strconv.FormatInt(execAt, 10))},
-		},
-	})
+	hs := []kafka.Header{
+		{Key: payload.HeaderOp, Value: []byte(payload.OpCancel)},
+		{Key: payload.HeaderID, Value: []byte(id)},
+	}
+	if execAt != 0 {
+		hs = append(hs, kafka.Header{Key: payload.HeaderAt, Value: []byte(strconv.FormatInt(execAt, 10))})
+	}
+	return c.w.WriteMessages(ctx, kafka.Message{Topic: topics.Input, Key: []byte(id), Headers: hs})
 }
 
 // NewFailedTopic returns a FailedTopic over delay-failed on brokers. It

@@ -82,13 +82,19 @@ func TestKafkaFailedTopicAndCancel(t *testing.T) {
 	if err := NewCanceller(w).Cancel(ctx, "task-9", 1_893_596_645_000); err != nil {
 		t.Fatal(err)
 	}
+	if err := NewCanceller(w).Cancel(ctx, "task-10", 0); err != nil {
+		t.Fatal(err)
+	}
 
-	got := readTopic(ctx, t, brokers, topics.Input, 2)
-	var replayed, cancelled *kafka.Message
+	got := readTopic(ctx, t, brokers, topics.Input, 3)
+	var replayed, cancelled, byID *kafka.Message
 	for i := range got {
-		if string(got[i].Key) == "k1" {
+		switch string(got[i].Key) {
+		case "k1":
 			replayed = &got[i]
-		} else {
+		case "task-10":
+			byID = &got[i]
+		default:
 			cancelled = &got[i]
 		}
 	}
@@ -106,6 +112,9 @@ func TestKafkaFailedTopicAndCancel(t *testing.T) {
 	}
 	if cancelled == nil || hdrs(*cancelled) != "delay-op=cancel delay-id=task-9 delay-at=1893596645000" {
 		t.Errorf("cancel = %+v", cancelled)
+	}
+	if byID == nil || hdrs(*byID) != "delay-op=cancel delay-id=task-10" {
+		t.Errorf("cancel by id alone = %+v", byID)
 	}
 }
 

@@ -19,7 +19,8 @@ func newEnv(t *testing.T) *e2etest.Env {
 
 // embeddedEnv runs `delayd --embedded` in-process on free ports (kfake as
 // Kafka, miniredis as Redis, the in-memory store; 4 partitions, 1 s tick)
-// until the test ends, and returns an Env on its Kafka. opts adjust the
+// until the test ends, and returns an Env on its Kafka and Redis (no ZK:
+// there is no HBase). opts adjust the
 // config (roles, addresses) before it starts.
 func embeddedEnv(t *testing.T, opts ...func(*daemon.Config)) *e2etest.Env {
 	t.Helper()
@@ -58,7 +59,7 @@ func embeddedEnvWith(t *testing.T, dopts daemon.Options, opts ...func(*daemon.Co
 			t.Errorf("embedded delayd: %v", err)
 		}
 	})
-	return &e2etest.Env{T: t, Stack: e2etest.Stack{Brokers: []string{a[0]}}, Run: fmt.Sprintf("emb%d", time.Now().UnixNano())}
+	return &e2etest.Env{T: t, Stack: e2etest.Stack{Brokers: []string{a[0]}, Redis: a[1]}, Run: fmt.Sprintf("emb%d", time.Now().UnixNano())}
 }
 
 // awaitDelivery waits until every due task of l arrived (or timeout), then

@@ -198,6 +198,7 @@ async function loadTask(id, at) {
   for (const [k, v] of rows) table.append(el("tr", {}, el("th", {}, k), el("td", { "data-field": k }, v)));
   $("task-actions").hidden = !state.write;
   $("task-cancel").disabled = !t.pending || t.cancelled;
+  $("task-cancel").dataset.replaced = t.replaced && !at ? "yes" : "";
   $("task-cancel-result").textContent = "";
 }
 
@@ -212,14 +213,21 @@ function bytes(b, block) {
 
 async function cancelTask() {
   const id = $("task-id").value, at = $("task-at").value;
-  if (!confirm("Cancel task " + id + " due " + at + "?")) return;
+  // A replace's row is reached only by a cancel by id alone, which also
+  // blocks the id (the server decides; this only warns).
+  const byID = $("task-cancel").dataset.replaced === "yes";
+  const ask = "Cancel task " + id + " due " + at + "?" + (byID
+    ? " It is a replaced task: it is cancelled by id alone, which also blocks the id for --max-delay + --retention (37 days by default)." : "");
+  if (!confirm(ask)) return;
   $("task-cancel").disabled = true;
   try {
-    await api("task/cancel", { id, at });
-    $("task-cancel-result").textContent = "cancel sent; refreshing…";
+    const r = await api("task/cancel", { id, at });
+    const sent = r.by_id ? "cancel by id alone sent (" + r.rule + ")" : "cancel sent";
+    $("task-cancel-result").textContent = sent + "; refreshing…";
     $("task-cancel-result").className = "ok";
-    setTimeout(() => loadTask(id, at).then(() => {
-      $("task-cancel-result").textContent = "cancel sent";
+    // By id alone the id row gives the state: reload without the due time.
+    setTimeout(() => loadTask(id, r.by_id ? "" : at).then(() => {
+      $("task-cancel-result").textContent = sent;
       $("task-cancel-result").className = "ok";
     }), 1500);
   } catch (e) {

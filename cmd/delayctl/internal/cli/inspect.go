@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,9 +31,16 @@ type inspection struct {
 	Headers   []header `json:"headers,omitempty"`
 	Payload   int      `json:"payload_bytes"`
 	Cancelled bool     `json:"cancelled"`
-	Pending   bool     `json:"pending"`
-	State     string   `json:"state,omitempty"` // without --at: from the id row
-	Zset      string   `json:"zset"`
+	// Pending: the task will be delivered when due. Without --at it is
+	// the state GET /v1/tasks/{id} and the console answer (payload.State);
+	// with --at, that row's: stored, not cancelled, and indexed.
+	Pending bool   `json:"pending"`
+	State   string `json:"state,omitempty"`
+	// Indexed: the row's entry is in the Redis zset Zset, where the scanner
+	// finds it when due. A cancelled row's entry may linger there until
+	// then; a delivered one is gone.
+	Indexed bool   `json:"indexed"`
+	Zset    string `json:"zset"`
 	// Cancelled by id alone (without --at): the cancel's time, until when
 	// it blocks the id (a submit of it is refused), how that end is known,
 	// and what the due time is of ("none: …" when no task was stored).
@@ -68,12 +78,12 @@ func newInspect(sys *IO, g *globals) *cobra.Command {
 		Use:   "inspect --id ID [--at TIME]",
 		Short: "Show a stored task and whether it is still pending",
 		Long: `inspect reads the task's row from HBase (topic, key, headers, payload size,
-cancelled or not) and asks Redis whether the task is still pending, that is
-not yet delivered; with --api (or DELAYQ_API) it asks delayd's HTTP API
+cancelled or not) and asks Redis whether its entry is still indexed; with --api (or DELAYQ_API) it asks delayd's HTTP API
 instead, which also answers in embedded mode. Without --at it looks the task's current due time up in
 its id row (tasks submitted since ids are tracked: cancel by id and
-reschedule) and reports its state: pending, cancelled or
-delivered-or-expired. An id cancelled by id alone also shows the cancel's
+reschedule) and reports its state as GET /v1/tasks/{id} does: pending,
+cancelled or delivered-or-expired (a replaced task: its replace's row).
+With --at, that row is pending when stored, not cancelled and indexed. An id cancelled by id alone also shows the cancel's
 time and until when it blocks the id (a submit of it is refused): from
 delayd's API with --api, else with delayd's default --max-delay and
 --retention. It exits with 1 when there is no row, except for an id
@@ -109,46 +119,17 @@ cancelled by id alone of which no task was stored (said so).`,
 			}
 			defer store.Close()
 
-			ref := payload.Ref{ID: payload.TaskID(id), ExecAt: at.ms()}
-			var state string
-			var block *idBlock
-			if !cmd.Flags().Changed("at") {
-				st, err := payload.State(ctx, store, id, sys.Now())
-				if err != nil {
-					return g.hbaseError(err)
-				}
-				if st.Phase == payload.PhaseUnknown {
-					return fmt.Errorf("no task with id %q in table %s (give --at for a task stored before ids were tracked)", id, g.table)
-				}
-				ref.ExecAt, state = st.At, string(st.Phase)
-				block = blockOf(st)
-			}
-			rows, err := store.Get(ctx, []payload.Ref{ref})
-			if err != nil {
+			in, ref, err := inspectRow(ctx, store, ix, id, at.ms(), cmd.Flags().Changed("at"), sys.Now())
+			var ie indexError
+			switch {
+			case errors.As(err, &ie):
+				return fmt.Errorf("redis at %s: %w", g.redis, ie.err)
+			case errors.Is(err, errNoIDRow):
+				return fmt.Errorf("no task with id %q in table %s (give --at for a task stored before ids were tracked)", id, g.table)
+			case err != nil:
 				return g.hbaseError(err)
 			}
-			e := zset.Entry{ID: ref.ID, ExecAt: ref.ExecAt}
-			pending, err := ix.Pending(ctx, e)
-			if err != nil {
-				return fmt.Errorf("redis at %s: %w", g.redis, err)
-			}
-			in := inspection{
-				ID: id, ID64: strconv.FormatUint(ref.ID, 10), ExecAt: ref.ExecAt,
-				Due: payload.FormatTime(ref.ExecAt), Table: g.table,
-				RowKey:  hex.EncodeToString(payload.RowKey(g.salts, ref)),
-				Pending: pending, Zset: ix.Key(e), State: state,
-			}
-			in.setBlock(block)
-			if t := rows[0]; t != nil {
-				in.Stored, in.Topic, in.Cancelled, in.Payload = true, t.Topic, t.Cancel, len(t.Value)
-				if t.Key != nil {
-					k := string(t.Key)
-					in.Key = &k
-				}
-				for _, h := range t.Headers {
-					in.Headers = append(in.Headers, header{Key: h.Key, Value: string(h.Value)})
-				}
-			}
+			in.Table, in.RowKey = g.table, hex.EncodeToString(payload.RowKey(g.salts, ref))
 			return in.report(sys.Stdout, asJSON)
 		},
 	}
@@ -157,6 +138,86 @@ cancelled by id alone of which no task was stored (said so).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	api.register(cmd)
 	return cmd
+}
+
+// errNoIDRow: inspect without --at found no id row of the name.
+var errNoIDRow = errors.New("no id row")
+
+// indexError is a failure of the Redis index, told from the store's.
+type indexError struct{ err error }
+
+func (e indexError) Error() string { return e.err.Error() }
+func (e indexError) Unwrap() error { return e.err }
+
+// inspectIndex is what inspect asks the Redis index.
+type inspectIndex interface {
+	Pending(ctx context.Context, e zset.Entry) (bool, error)
+	Key(e zset.Entry) string
+}
+
+// inspectRow looks task id up as GET /v1/tasks/{id} and the console's task
+// page do. Without --at (hasAt false) its state and due time are
+// payload.State's, and the row read is the current one (a replace's row
+// is its VersionID's); pending is that state, not the index. With --at
+// it reads that row of the name: pending when stored, not cancelled and
+// indexed. It returns the row read; Table and RowKey are the caller's.
+func inspectRow(ctx context.Context, store payload.StateReader, ix inspectIndex, id string, at int64, hasAt bool, now time.Time) (inspection, payload.Ref, error) {
+	ref := payload.Ref{ID: payload.TaskID(id), ExecAt: at}
+	var phase payload.TaskState
+	var block *idBlock
+	if !hasAt {
+		var err error
+		if phase, err = payload.State(ctx, store, id, now); err != nil {
+			return inspection{}, ref, err
+		}
+		if phase.Phase == payload.PhaseUnknown {
+			return inspection{}, ref, errNoIDRow
+		}
+		ids, err := store.GetIDs(ctx, []uint64{ref.ID})
+		if err != nil {
+			return inspection{}, ref, err
+		}
+		ref.ID, ref.ExecAt = ids[0].Row(ref.ID), phase.At
+		block = blockOf(phase)
+	}
+	in := inspection{ID: id, ID64: strconv.FormatUint(ref.ID, 10), ExecAt: ref.ExecAt, Due: payload.FormatTime(ref.ExecAt)}
+	in.setBlock(block)
+	if ref.ExecAt == 0 { // cancelled by id alone, no task stored
+		in.State = string(phase.Phase)
+		return in, ref, nil
+	}
+	rows, err := store.Get(ctx, []payload.Ref{ref})
+	if err != nil {
+		return in, ref, err
+	}
+	e := zset.Entry{ID: ref.ID, ExecAt: ref.ExecAt}
+	if in.Indexed, err = ix.Pending(ctx, e); err != nil {
+		return in, ref, indexError{err}
+	}
+	in.Zset = ix.Key(e)
+	if t := rows[0]; t != nil {
+		in.Stored, in.Topic, in.Cancelled, in.Payload = true, t.Topic, t.Cancel, len(t.Value)
+		if t.Key != nil {
+			k := string(t.Key)
+			in.Key = &k
+		}
+		for _, h := range t.Headers {
+			in.Headers = append(in.Headers, header{Key: h.Key, Value: string(h.Value)})
+		}
+	}
+	switch {
+	case !hasAt:
+		in.State = string(phase.Phase)
+		in.Cancelled = phase.Phase == payload.PhaseCancelled
+	case in.Cancelled:
+		in.State = string(payload.PhaseCancelled)
+	case in.Stored && in.Indexed:
+		in.State = string(payload.PhasePending)
+	case in.Stored:
+		in.State = string(payload.PhaseDone)
+	}
+	in.Pending = in.State == string(payload.PhasePending)
+	return in, ref, nil
 }
 
 // report prints in; a task without a row is an error.
@@ -226,10 +287,9 @@ func (in inspection) print(w io.Writer) {
 		line("payload", "%d bytes", in.Payload)
 		line("cancelled", "%s", yesNo(in.Cancelled))
 	}
-	if in.Zset == "" {
-		line("pending", "%s", yesNo(in.Pending))
-	} else {
-		line("pending", "%s (redis zset %s)", yesNo(in.Pending), in.Zset)
+	line("pending", "%s", yesNo(in.Pending))
+	if in.Zset != "" {
+		line("index", "%s redis zset %s", map[bool]string{true: "in", false: "not in"}[in.Indexed], in.Zset)
 	}
 }
 
