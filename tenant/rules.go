@@ -23,8 +23,8 @@ type Rules struct {
 	// Topics are the destination topics the tenant may write: names, and
 	// prefixes ending in "-" ("billing-" allows billing-eu and billing-).
 	// Absent (nil): no list of the tenant's own (the deployment's
-	// --allow-topics still applies); [] allows no topic.
-	Topics []string `json:"topics,omitempty"`
+	// --allow-topics still applies), written as null; [] allows no topic.
+	Topics []string `json:"topics"`
 	// MaxDelay is the longest delay a task may ask for, a Go duration.
 	MaxDelay Duration `json:"max_delay,omitempty"`
 	// MaxPending is the most tasks the tenant may have pending.

@@ -1,6 +1,7 @@
 package tenant
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -137,6 +138,28 @@ func equalRules(a, b Rules) bool {
 	}
 	return a.MaxDelay == b.MaxDelay && a.MaxPending == b.MaxPending &&
 		a.SubmitPerSecond == b.SubmitPerSecond && a.MaxPayloadBytes == b.MaxPayloadBytes
+}
+
+// TestRoundTrip: rules written as JSON read back the same; an empty
+// topics list stays empty (no topic), not absent (any topic).
+func TestRoundTrip(t *testing.T) {
+	for _, r := range []Rules{
+		{},
+		{Topics: []string{}},
+		{Topics: []string{"orders", "billing-"}, MaxDelay: Duration(90 * time.Minute), MaxPending: 7, SubmitPerSecond: 3, MaxPayloadBytes: 9},
+	} {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(b)
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", b, err)
+		}
+		if !equalRules(got, r) || got.MayWrite("orders") != r.MayWrite("orders") {
+			t.Fatalf("%s read back as %+v, want %+v", b, got, r)
+		}
+	}
 }
 
 func TestMayWrite(t *testing.T) {
