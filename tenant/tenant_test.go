@@ -157,7 +157,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("Decode(%s): %v", b, err)
 		}
 		if !equalRules(got, r) || got.MayWrite("orders") != r.MayWrite("orders") {
-			t.Fatalf("%s read back as %+v, want %+v", b, got, r)
+			t.Fatalf("%s read back as %+v (topics %#v), want %+v (topics %#v)", b, got, got.Topics, r, r.Topics)
 		}
 	}
 }
