@@ -44,6 +44,18 @@
 //     (topicctl's takeScript is the same rule in Redis, shared by the
 //     instances): Rate a second, at most Burst(rate) at once.
 //
+// # Fair release across tenants (not wired yet)
+//
+// Fair picks, of the tasks of several tenants ready in the same step, up
+// to a budget in fair shares (Shares: water-filling, the odd slots going
+// round the tenants in name order from a cursor the caller keeps), due
+// order within each tenant. TestFairModel checks with bursts of hundreds
+// of tasks of one tenant beside a few of others: every step uses its
+// budget while tasks are ready, a tenant's picks are its first ready
+// tasks, each tenant with ready tasks gets at least min(its ready,
+// budget / tenants ready), none waits more than ceil(tenants / budget)
+// steps. The scanner does not call it yet (issue 39; docs/tenants.md).
+//
 // # Invariants (TestModel)
 //
 //   - Never early: nothing is written before its exec_at, nor past the
