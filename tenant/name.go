@@ -3,6 +3,8 @@ package tenant
 import (
 	"errors"
 	"fmt"
+
+	"github.com/delayq/delayq/topics"
 )
 
 // Default is the tenant of today's deployment: today's topics and ids.
@@ -37,13 +39,12 @@ func CheckName(name string) error {
 	return nil
 }
 
-// Today's topics, the Default tenant's (topics.Input, topics.Slow,
-// topics.Failed; a test checks they agree).
+// Today's topics, the Default tenant's.
 const (
-	inputTopic  = "delay-input"
-	slowTopic   = "delay-input-slow"
-	failedTopic = "delay-failed"
-	scanTopic   = "delay-scan"
+	inputTopic  = topics.Input
+	slowTopic   = topics.Slow
+	failedTopic = topics.Failed
+	scanTopic   = topics.Scan
 )
 
 // Topics are a tenant's own topics: where its producers submit, where

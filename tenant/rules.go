@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/delayq/delayq/topics"
 )
 
 // ErrRules is wrapped by the errors of Decode and Validate.
@@ -85,7 +87,7 @@ func (r Rules) Validate() error {
 	seen := make(map[string]bool, len(r.Topics))
 	for _, p := range r.Topics {
 		switch {
-		case !legal(p):
+		case !topics.Legal(p):
 			errs = append(errs, fmt.Errorf("topics: %q is not a topic name or a prefix ending in -", p))
 		case own(p) || strings.HasPrefix(p, "__"):
 			errs = append(errs, fmt.Errorf("topics: %q is an internal topic", p))
@@ -116,7 +118,7 @@ func (r Rules) Validate() error {
 // The deployment's --allow-topics applies as well (the caller's).
 func (r Rules) MayWrite(topic string) bool {
 	switch {
-	case !legal(topic) || own(topic) || strings.HasPrefix(topic, "__"):
+	case !topics.Legal(topic) || own(topic) || strings.HasPrefix(topic, "__"):
 		return false
 	case r.Topics == nil:
 		return true
@@ -136,19 +138,4 @@ func (r Rules) CheckDelay(delay time.Duration) error {
 		return fmt.Errorf("max_delay %s: a delay of %s is longer", time.Duration(r.MaxDelay), delay)
 	}
 	return nil
-}
-
-// legal applies Kafka's topic name rule (topics.Legal; a test checks they
-// agree): 1 to 249 characters of [a-zA-Z0-9._-], neither "." nor "..".
-func legal(s string) bool {
-	if s == "" || len(s) > 249 || s == "." || s == ".." {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
