@@ -1,7 +1,6 @@
 package docs
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -55,31 +54,9 @@ var (
 // (`kafka/committed`, `…/txntest`).
 func tableNames(t *testing.T, file, heading string) map[string]bool {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	names := map[string]bool{}
-	in, seen := false, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == heading {
-			in = true
-			continue
-		}
-		if !in {
-			continue
-		}
-		if !strings.HasPrefix(line, "|") {
-			if seen {
-				break
-			}
-			continue
-		}
-		seen = true
-		cell := strings.SplitN(strings.TrimPrefix(line, "|"), "|", 2)[0]
+	for _, row := range tableRows(t, file, heading) {
+		cell := strings.SplitN(strings.TrimPrefix(row.text, "|"), "|", 2)[0]
 		cell = parenthesis.ReplaceAllString(cell, "")
 		first := ""
 		for _, m := range codeSpan.FindAllStringSubmatch(cell, -1) {
@@ -92,13 +69,40 @@ func tableNames(t *testing.T, file, heading string) map[string]bool {
 			names[name] = true
 		}
 	}
-	if err := sc.Err(); err != nil {
+	return names
+}
+
+// tableRow is a line of a Markdown table and its line number (from 1).
+type tableRow struct {
+	line int
+	text string
+}
+
+// tableRows returns the lines of the first Markdown table after heading
+// in file, header and separator rows included; none is a failure.
+func tableRows(t *testing.T, file, heading string) []tableRow {
+	t.Helper()
+	lines, err := readLines(file)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) == 0 {
+	var rows []tableRow
+	in := false
+	for i, line := range lines {
+		switch {
+		case line == heading:
+			in = true
+		case !in:
+		case strings.HasPrefix(line, "|"):
+			rows = append(rows, tableRow{i + 1, line})
+		case len(rows) > 0:
+			return rows
+		}
+	}
+	if len(rows) == 0 {
 		t.Fatalf("%s: no table under %q", file, heading)
 	}
-	return names
+	return rows
 }
 
 // TestPackageMap: ARCHITECTURE's package map names every package of the

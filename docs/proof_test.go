@@ -192,10 +192,6 @@ var (
 // proofRows returns the rows of the first table after heading in file.
 func proofRows(t *testing.T, file, heading string) []proofRow {
 	t.Helper()
-	lines, err := readLines(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	isPkg := func(p string) bool {
 		if p == "." {
 			return true
@@ -207,27 +203,12 @@ func proofRows(t *testing.T, file, heading string) []proofRow {
 		return len(m) > 0
 	}
 	var rows []proofRow
-	in, seen := false, false
-	for i, line := range lines {
-		if line == heading {
-			in = true
-			continue
-		}
-		if !in {
-			continue
-		}
-		if !strings.HasPrefix(line, "|") {
-			if seen {
-				break
-			}
-			continue
-		}
-		seen = true
-		cells := splitRow(line)
+	for _, row := range tableRows(t, file, heading) {
+		cells := splitRow(row.text)
 		if len(cells) < 3 || strings.Trim(cells[0], "-: ") == "" || cells[0] == "guarantee" {
 			continue
 		}
-		rows = append(rows, parseProofRow(i+1, cells[0], cells[1], cells[2], isPkg))
+		rows = append(rows, parseProofRow(row.line, cells[0], cells[1], cells[2], isPkg))
 	}
 	if len(rows) == 0 {
 		t.Fatalf("%s: no table under %q", file, heading)
