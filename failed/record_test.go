@@ -10,6 +10,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -40,7 +41,7 @@ func ingestFailure(m kafka.Message, reason string, p int, o int64) kafka.Message
 // scannerRefusal is task t as the scanner writes it to the failed topic
 // (the format of its redirect), read back at partition p, offset o.
 func scannerRefusal(t payload.Task, reason string, p int, o int64, at time.Time) kafka.Message {
-	m := payload.Deliverable(t)
+	m := record.FromMessage(payload.Deliverable(t))
 	m.Topic, m.Partition, m.Offset, m.Time = "delay-failed", p, o, at
 	m.Headers = append(m.Headers, h(payload.HeaderTopic, t.Topic), h(payload.HeaderError, reason))
 	return m
@@ -60,7 +61,7 @@ func TestRecordReplay(t *testing.T) {
 	slow := input("delay-input-slow", 0, 9, h("delay-topic", "orders"), h("delay-after", "1m"))
 	cancel := input("delay-input", 2, 8, h("delay-op", "cancel"), h("delay-at", "1893553445000"))
 	task := payload.Task{ID: 42, Name: "order-42", Topic: "orders", ExecAt: t0.UnixMilli(), Key: []byte("k"), Value: []byte("v"),
-		Headers: []kafka.Header{h("trace", "abc")}}
+		Headers: []payload.Header{payload.Header(h("trace", "abc"))}}
 	// A replayed copy that failed again: ingest read it at delay-input/0/700.
 	again := input("delay-input", 0, 700, h("delay-topic", "orders"), h("delay-after", "90s"), h("trace", "abc"),
 		h("delay-id", "delay-input/3/17"), h(HeaderReplayOf, "delay-failed/1/40"), h(HeaderReplaySource, "delay-input/3/17"))
@@ -127,8 +128,8 @@ func TestRecordReplay(t *testing.T) {
 		},
 		{
 			name: "scanner refusal of a task that carried forged delay-source-*: no source",
-			msg: scannerRefusal(payload.Task{ID: 42, Name: "order-42", Topic: "orders", ExecAt: t0.UnixMilli(), Headers: []kafka.Header{
-				h(HeaderSourceTopic, "delay-input-slow"), h(HeaderSourcePartition, "9"), h(HeaderSourceOffset, "99")}},
+			msg: scannerRefusal(payload.Task{ID: 42, Name: "order-42", Topic: "orders", ExecAt: t0.UnixMilli(), Headers: record.ToHeaders([]kafka.Header{
+				h(HeaderSourceTopic, "delay-input-slow"), h(HeaderSourcePartition, "9"), h(HeaderSourceOffset, "99")})},
 				"[3] Unknown Topic Or Partition", 0, 8, t0),
 			topic: "delay-input", time: t0,
 			want: []kafka.Header{h("delay-id", "order-42"), h("delay-at", payload.FormatTime(t0.UnixMilli())),
@@ -220,7 +221,7 @@ func TestReplaySameTask(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want, err := payload.Decode(tt.orig, now, payload.DecodeConfig{})
+			want, err := payload.Decode(record.ToMessage(tt.orig), now, payload.DecodeConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,7 +232,7 @@ func TestReplaySameTask(t *testing.T) {
 					t.Fatal(err)
 				}
 				m.Partition, m.Offset = i, at
-				got, err := payload.Decode(m, now, payload.DecodeConfig{})
+				got, err := payload.Decode(record.ToMessage(m), now, payload.DecodeConfig{})
 				if err != nil {
 					t.Fatalf("replay %d does not decode: %v", i+1, err)
 				}
@@ -246,8 +247,8 @@ func TestReplaySameTask(t *testing.T) {
 					hm[HeaderReplaySource][0] != payload.DerivedName(tt.orig.Topic, tt.orig.Partition, tt.orig.Offset) {
 					t.Errorf("replay headers %v", hm)
 				}
-				if hm := headerMap(got.Headers); len(got.Headers) != len(want.Headers) {
-					t.Errorf("pass-through %v, want %v", hm, headerMap(want.Headers))
+				if hm := headerMap(record.FromHeaders(got.Headers)); len(got.Headers) != len(want.Headers) {
+					t.Errorf("pass-through %v, want %v", hm, headerMap(record.FromHeaders(want.Headers)))
 				}
 			}
 		})
@@ -260,7 +261,7 @@ func TestReplaySameTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := payload.Decode(m, now, payload.DecodeConfig{})
+	got, err := payload.Decode(record.ToMessage(m), now, payload.DecodeConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

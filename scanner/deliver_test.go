@@ -541,7 +541,7 @@ func TestCheckRowToFailed(t *testing.T) {
 	e := newEnv(t, Config{})
 	base := e.now.Add(-time.Minute).UnixMilli()
 	check := task("ghost", "", base)
-	check.Headers = []kafka.Header{{Key: payload.HeaderOp, Value: []byte("reschedule")}, {Key: payload.HeaderError, Value: []byte("reschedule: unknown delay-id")}}
+	check.Headers = []payload.Header{{Key: payload.HeaderOp, Value: []byte("reschedule")}, {Key: payload.HeaderError, Value: []byte("reschedule: unknown delay-id")}}
 	marked := task("ghost-2", "", base+1)
 	marked.Headers = check.Headers
 	e.put("z", []payload.Task{check, marked})
