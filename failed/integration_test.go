@@ -283,7 +283,7 @@ func TestReplayThroughIngest(t *testing.T) {
 	// Dry run: lists, writes nothing.
 	hwm := highWaterMarks(t, ctx, brokers, cfg.Input, cfg.Slow)
 	var listed []string
-	st, err := failed.Replay(ctx, cfg, notAllowed, nil, failed.Options{DryRun: true, Each: func(r failed.Record, m kafka.Message) {
+	st, err := failed.Replay(ctx, cfg, notAllowed, nil, failed.Options{DryRun: true, Each: func(r failed.Record, m payload.Message) {
 		listed = append(listed, r.Position()+" -> "+m.Topic)
 	}})
 	if err != nil || st.Matched != refused || st.Replayed != refused || st.Skipped != 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/kafka/scantask"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
@@ -555,7 +556,7 @@ func TestCheckRowToFailed(t *testing.T) {
 		t.Fatalf("failed topic got %d messages, want the unmarked check", len(failed))
 	}
 	m := failed[0]
-	if string(m.Key) != "k-ghost" || string(m.Value) != "v-ghost" || !reflect.DeepEqual(m.Headers, check.Headers) {
+	if string(m.Key) != "k-ghost" || string(m.Value) != "v-ghost" || !reflect.DeepEqual(m.Headers, record.FromHeaders(check.Headers)) {
 		t.Errorf("failed message %q %q %v, want the check row as stored", m.Key, m.Value, m.Headers)
 	}
 	if n := value(e.s.m.failed.WithLabelValues(reasonLifecycle)); n != 1 {
