@@ -20,6 +20,7 @@ import (
 	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
 	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 )
@@ -260,7 +261,7 @@ func (c *Client) Message(t Task) (kafka.Message, Receipt, error) {
 	headers = append(headers, recurrence(t)...)
 	headers = append(headers, expiry(t)...)
 	m := kafka.Message{Topic: input, Key: t.Key, Value: t.Value, Headers: headers, Time: now}
-	if err := payload.CheckLimits(m); err != nil {
+	if err := payload.CheckLimits(record.ToMessage(m)); err != nil {
 		return kafka.Message{}, Receipt{}, invalid([]string{err.Error()})
 	}
 	return m, Receipt{ID: id, At: at, Input: input}, nil
@@ -400,7 +401,7 @@ func (c *Client) replaceMessage(t Task) (kafka.Message, Receipt, error) {
 		return kafka.Message{}, Receipt{}, err
 	}
 	m.Headers = append(m.Headers, kafka.Header{Key: payload.HeaderOp, Value: []byte(payload.OpReplace)})
-	if err := payload.CheckLimits(m); err != nil {
+	if err := payload.CheckLimits(record.ToMessage(m)); err != nil {
 		return kafka.Message{}, Receipt{}, invalid([]string{err.Error()})
 	}
 	return m, r, nil
@@ -499,7 +500,7 @@ func checkTask(t Task, now time.Time, maxDelay time.Duration) (time.Time, error)
 		reasons = append(reasons, fmt.Sprintf("ExpireAfter %v is negative", t.ExpireAfter))
 	}
 	// Decode counts the field and a delay-expire-after header as two.
-	if _, _, err := payload.ExpireAfter(append(slices.Clip(t.Headers), expiry(t)...)); err != nil {
+	if _, _, err := payload.ExpireAfter(record.ToHeaders(append(slices.Clip(t.Headers), expiry(t)...))); err != nil {
 		reasons = append(reasons, err.Error())
 	}
 	var untilErr error
@@ -510,7 +511,7 @@ func checkTask(t Task, now time.Time, maxDelay time.Duration) (time.Time, error)
 		reasons = append(reasons, fmt.Sprintf("Count %d is negative", t.Count))
 	} else if untilErr != nil {
 		reasons = append(reasons, untilErr.Error())
-	} else if err := payload.CheckRecurrence(append(slices.Clip(t.Headers), recurrence(t)...), at.UnixMilli(), maxDelay); err != nil {
+	} else if err := payload.CheckRecurrence(record.ToHeaders(append(slices.Clip(t.Headers), recurrence(t)...)), at.UnixMilli(), maxDelay); err != nil {
 		reasons = append(reasons, err.Error())
 	}
 	return time.UnixMilli(at.UnixMilli()).UTC(), invalid(reasons)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 )
@@ -16,7 +17,7 @@ func TestSubmitExpireAfter(t *testing.T) {
 	if _, err := f.c.Submit(t.Context(), Task{ID: "x", Topic: "orders", After: time.Minute, ExpireAfter: 5 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := payload.Decode(f.read(t, topics.Input, 0), testNow, payload.DecodeConfig{})
+	got, err := payload.Decode(record.ToMessage(f.read(t, topics.Input, 0)), testNow, payload.DecodeConfig{})
 	if err != nil {
 		t.Fatalf("Decode rejects the client's message: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 )
@@ -33,7 +34,7 @@ func TestSubmitRecurringWire(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := f.read(t, topics.Input, int64(i))
-			got, err := payload.Decode(m, testNow, payload.DecodeConfig{})
+			got, err := payload.Decode(record.ToMessage(m), testNow, payload.DecodeConfig{})
 			if err != nil {
 				t.Fatalf("Decode rejects the client's message: %v", err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/delayq/delayq/ingest"
 	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/topics"
@@ -158,13 +159,13 @@ func TestSubmitWire(t *testing.T) {
 			if !m.Time.Equal(testNow.Truncate(time.Millisecond)) {
 				t.Errorf("message time %v, want %v (kafka-go sends 0 unless stamped)", m.Time, testNow)
 			}
-			got, err := payload.Decode(m, testNow, payload.DecodeConfig{})
+			got, err := payload.Decode(record.ToMessage(m), testNow, payload.DecodeConfig{})
 			if err != nil {
 				t.Fatalf("Decode rejects the client's message: %v", err)
 			}
 			want := payload.Task{
 				ID: payload.TaskID(r.ID), Name: r.ID, Topic: tt.task.Topic, ExecAt: tt.wantAt,
-				Key: tt.task.Key, Value: tt.task.Value, Headers: tt.task.Headers,
+				Key: tt.task.Key, Value: tt.task.Value, Headers: record.ToHeaders(tt.task.Headers),
 			}
 			if err := sameTask(got, want); err != nil {
 				t.Error(err)
@@ -194,7 +195,7 @@ func sameTask(got, want payload.Task) error {
 	if string(got.Key) != string(want.Key) || string(got.Value) != string(want.Value) {
 		diffs = append(diffs, fmt.Sprintf("key/value %q/%q, want %q/%q", got.Key, got.Value, want.Key, want.Value))
 	}
-	if !slices.EqualFunc(got.Headers, want.Headers, func(a, b kafka.Header) bool {
+	if !slices.EqualFunc(got.Headers, want.Headers, func(a, b payload.Header) bool {
 		return a.Key == b.Key && string(a.Value) == string(b.Value)
 	}) {
 		diffs = append(diffs, fmt.Sprintf("headers %v, want %v", got.Headers, want.Headers))
@@ -243,7 +244,7 @@ func TestCancelWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := f.read(t, topics.Input, 0)
-	got, err := payload.Decode(m, testNow, payload.DecodeConfig{})
+	got, err := payload.Decode(record.ToMessage(m), testNow, payload.DecodeConfig{})
 	if err != nil {
 		t.Fatalf("Decode rejects the cancel: %v", err)
 	}
@@ -267,7 +268,7 @@ func TestCancelByIDAndRescheduleWire(t *testing.T) {
 		{ID: payload.TaskID("order-8"), Name: "order-8", ExecAt: at.UnixMilli(), Control: payload.ControlReschedule},
 	} {
 		m := f.read(t, topics.Input, int64(i))
-		got, err := payload.Decode(m, testNow, payload.DecodeConfig{})
+		got, err := payload.Decode(record.ToMessage(m), testNow, payload.DecodeConfig{})
 		if err != nil {
 			t.Fatalf("Decode rejects message %d: %v", i, err)
 		}
@@ -303,12 +304,12 @@ func TestReplaceWire(t *testing.T) {
 	if r.ID != "order-9" || r.At.UnixMilli() != at.UnixMilli() || r.Input != topics.Slow {
 		t.Errorf("receipt %+v, want order-9 at %v on %s", r, at, topics.Slow)
 	}
-	got, err := payload.Decode(f.read(t, topics.Slow, 0), testNow, payload.DecodeConfig{})
+	got, err := payload.Decode(record.ToMessage(f.read(t, topics.Slow, 0)), testNow, payload.DecodeConfig{})
 	if err != nil {
 		t.Fatalf("Decode rejects the replace: %v", err)
 	}
 	want := payload.Task{ID: payload.TaskID("order-9"), Name: "order-9", Topic: "orders", ExecAt: at.UnixMilli(),
-		Key: []byte("k"), Value: []byte("v2"), Headers: []kafka.Header{{Key: "x", Value: []byte("y")}}}
+		Key: []byte("k"), Value: []byte("v2"), Headers: []payload.Header{{Key: "x", Value: []byte("y")}}}
 	if err := sameTask(got, want); err != nil {
 		t.Error(err)
 	}
@@ -573,7 +574,7 @@ func TestRealStack(t *testing.T) {
 	for i, task := range tasks {
 		want := payload.Task{
 			ID: refs[i].ID, Name: receipts[i].ID, Topic: biz, ExecAt: refs[i].ExecAt,
-			Key: task.Key, Value: task.Value, Headers: task.Headers, Cancel: i == 3,
+			Key: task.Key, Value: task.Value, Headers: record.ToHeaders(task.Headers), Cancel: i == 3,
 		}
 		if err := sameTask(*rows[i], want); err != nil {
 			t.Errorf("task %d: %v", i, err)

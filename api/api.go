@@ -21,6 +21,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/metric"
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/find"
 )
@@ -324,7 +325,7 @@ func (s *Server) replace(_ http.ResponseWriter, r *http.Request) (int, any, erro
 		return 0, nil, fail(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), delayq.ErrInvalid.Error()+": "))
 	}
 	m.Headers = append(m.Headers, kafka.Header{Key: payload.HeaderOp, Value: []byte(payload.OpReplace)})
-	if _, err := payload.Decode(m, s.now(), s.cfg.Decode); err != nil {
+	if _, err := payload.Decode(record.ToMessage(m), s.now(), s.cfg.Decode); err != nil {
 		return 0, nil, fail(http.StatusBadRequest, "%v", err)
 	}
 	if err := s.blocked(r.Context(), id, "replace"); err != nil {

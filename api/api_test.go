@@ -24,6 +24,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/httpserve/httpservetest"
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/find"
 )
@@ -265,7 +266,7 @@ func TestReplace(t *testing.T) {
 	if len(f.sent) != 1 {
 		t.Fatalf("%d messages written, want 1", len(f.sent))
 	}
-	got, err := payload.Decode(f.sent[0], time.Now(), payload.DecodeConfig{})
+	got, err := payload.Decode(record.ToMessage(f.sent[0]), time.Now(), payload.DecodeConfig{})
 	if err != nil || got.Control != payload.ControlReplace || got.Name != "r-1" || string(got.Value) != "v2" || got.Topic != "orders" {
 		t.Fatalf("written %+v, %v; want a replace of r-1 with value v2", got, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -77,7 +78,7 @@ func (s *Server) check(req taskRequest, now time.Time) (kafka.Message, delayq.Re
 	if err != nil {
 		return kafka.Message{}, delayq.Receipt{}, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), delayq.ErrInvalid.Error()+": "))
 	}
-	if _, err := payload.Decode(m, now, s.cfg.Decode); err != nil {
+	if _, err := payload.Decode(record.ToMessage(m), now, s.cfg.Decode); err != nil {
 		return kafka.Message{}, delayq.Receipt{}, err
 	}
 	return m, rcpt, nil

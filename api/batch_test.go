@@ -118,7 +118,7 @@ func TestList(t *testing.T) {
 			topic = "mail"
 		}
 		tasks = append(tasks, payload.Task{ID: payload.TaskID(name), Name: name, Topic: topic, ExecAt: at + int64(i),
-			Key: []byte(fmt.Sprintf("k%d", i%2)), Value: []byte("12345"), Headers: []kafka.Header{{Key: "trace", Value: []byte("x")}}})
+			Key: []byte(fmt.Sprintf("k%d", i%2)), Value: []byte("12345"), Headers: []payload.Header{{Key: "trace", Value: []byte("x")}}})
 	}
 	if err := m.Put(context.Background(), tasks); err != nil {
 		t.Fatal(err)

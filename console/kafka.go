@@ -14,6 +14,7 @@ import (
 
 	"github.com/delayq/delayq/failed"
 	"github.com/delayq/delayq/kafka/kafkaauth"
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 )
@@ -82,7 +83,7 @@ func (f *failedTopic) Browse(ctx context.Context, q FailedQuery) ([]FailedMessag
 			return nil, err
 		}
 		err = f.read(ctx, p, max(first, last-back), last, func(m kafka.Message) {
-			if r := failed.Parse(m); filter.Match(r) {
+			if r := failed.Parse(record.ToMessage(m)); filter.Match(r) {
 				out = append(out, failedMessage(r))
 			}
 		})
@@ -109,7 +110,7 @@ func (f *failedTopic) Replay(ctx context.Context, refs []FailedRef) (int, error)
 		if err != nil {
 			return 0, err
 		}
-		recs = append(recs, failed.Parse(*found))
+		recs = append(recs, failed.Parse(record.ToMessage(*found)))
 	}
 	return failed.Resubmit(ctx, f.cfg, f.w, recs)
 }

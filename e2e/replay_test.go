@@ -15,6 +15,7 @@ import (
 
 	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/failed"
+	kafkarecord "github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -257,7 +258,7 @@ func TestReplayDeliversOnce(t *testing.T) {
 	failures := map[string]int{}
 	for _, topic := range []string{bizA, bizB, bizC} {
 		for _, r := range failedOf(topic, from) {
-			seq := e2etest.Header(r.Message, "seq")
+			seq := e2etest.Header(kafkarecord.FromMessage(r.Message), "seq")
 			if failures[seq]++; failures[seq] > 1 {
 				again++
 				t.Errorf("replayed message failed again: %s %s", r.Position(), r.Reason)

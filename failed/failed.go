@@ -12,6 +12,8 @@ import (
 	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/consumer"
 	"github.com/delayq/delayq/kafka/kafkaauth"
+	"github.com/delayq/delayq/kafka/record"
+	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 )
 
@@ -177,7 +179,7 @@ func scan(ctx context.Context, cfg Config, f Filter, st *Stats, fn func(Record) 
 			if seen != nil {
 				defer seen()
 			}
-			r := Parse(m)
+			r := Parse(record.ToMessage(m))
 			if !f.Match(r) {
 				return false, nil
 			}
@@ -326,7 +328,7 @@ type Options struct {
 	// Each is called for every matching record with the message Replay
 	// writes for it (zero when the record is not replayable), before it is
 	// written.
-	Each func(Record, kafka.Message)
+	Each func(Record, payload.Message)
 	// Progress is called after every record read and when the replay ends.
 	Progress func(Stats)
 }
@@ -344,7 +346,7 @@ func Replay(ctx context.Context, cfg Config, f Filter, w Writer, opt Options) (S
 		return Stats{}, fmt.Errorf("%w: no writer", ErrConfig)
 	}
 	var (
-		batch    []kafka.Message
+		batch    []payload.Message
 		stats    Stats
 		writeErr error
 	)
@@ -370,7 +372,7 @@ func Replay(ctx context.Context, cfg Config, f Filter, w Writer, opt Options) (S
 		if err != nil {
 			stats.Skipped++
 			if opt.Each != nil {
-				opt.Each(r, kafka.Message{})
+				opt.Each(r, payload.Message{})
 			}
 			return nil
 		}
@@ -402,8 +404,8 @@ func Replay(ctx context.Context, cfg Config, f Filter, w Writer, opt Options) (S
 
 // write writes msgs and returns how many were written: all, or on an error
 // the ones kafka-go reports as written.
-func write(ctx context.Context, w Writer, msgs []kafka.Message) (int, error) {
-	err := w.WriteMessages(ctx, msgs...)
+func write(ctx context.Context, w Writer, msgs []payload.Message) (int, error) {
+	err := w.WriteMessages(ctx, record.FromMessages(msgs)...)
 	if err == nil {
 		return len(msgs), nil
 	}
@@ -431,7 +433,7 @@ func Resubmit(ctx context.Context, cfg Config, w Writer, recs []Record) (int, er
 	}
 	cfg.setDefaults()
 	var (
-		msgs []kafka.Message
+		msgs []payload.Message
 		errs []error
 	)
 	for _, r := range recs {

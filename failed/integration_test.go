@@ -16,6 +16,7 @@ import (
 	"github.com/delayq/delayq/ingest"
 	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -282,7 +283,7 @@ func TestReplayThroughIngest(t *testing.T) {
 	// Dry run: lists, writes nothing.
 	hwm := highWaterMarks(t, ctx, brokers, cfg.Input, cfg.Slow)
 	var listed []string
-	st, err := failed.Replay(ctx, cfg, notAllowed, nil, failed.Options{DryRun: true, Each: func(r failed.Record, m kafka.Message) {
+	st, err := failed.Replay(ctx, cfg, notAllowed, nil, failed.Options{DryRun: true, Each: func(r failed.Record, m payload.Message) {
 		listed = append(listed, r.Position()+" -> "+m.Topic)
 	}})
 	if err != nil || st.Matched != refused || st.Replayed != refused || st.Skipped != 0 {
@@ -342,11 +343,11 @@ func TestReplayThroughIngest(t *testing.T) {
 			t.Errorf("%s: timestamps %v and %v, original %v", of, a.Time, b.Time, orig.Time)
 		}
 		src := header(a, failed.HeaderReplaySource)
-		ta, err := payload.Decode(a, time.Now(), payload.DecodeConfig{})
+		ta, err := payload.Decode(record.ToMessage(a), time.Now(), payload.DecodeConfig{})
 		if err != nil {
 			t.Fatalf("%s does not decode: %v", of, err)
 		}
-		tb, err := payload.Decode(b, time.Now(), payload.DecodeConfig{})
+		tb, err := payload.Decode(record.ToMessage(b), time.Now(), payload.DecodeConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 )
@@ -68,7 +66,7 @@ type Record struct {
 	// Dropped is set when the contents were dropped to fit the failed
 	// topic; such a record is listed but never replayed.
 	Dropped bool
-	Message kafka.Message // as read
+	Message payload.Message // as read
 }
 
 // Position returns "<topic>/<partition>/<offset>" of the failed message.
@@ -78,7 +76,7 @@ func (r Record) Position() string {
 
 // Parse reads the delay headers of m, a message of the failed topic. When
 // a header is given more than once, the first counts.
-func Parse(m kafka.Message) Record {
+func Parse(m payload.Message) Record {
 	r := Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Time: m.Time, Message: m}
 	r.Reason = header(m, payload.HeaderError)
 	r.Business = header(m, payload.HeaderTopic)
@@ -98,7 +96,7 @@ func Parse(m kafka.Message) Record {
 // wrote; the same headers anywhere else came from a producer (a task
 // stored before Decode dropped them, refused by the scanner) and name
 // nothing.
-func source(m kafka.Message) string {
+func source(m payload.Message) string {
 	hs := m.Headers
 	if len(hs) < 3 {
 		return ""
@@ -154,13 +152,13 @@ func (f Filter) Match(r Record) bool {
 //     a failed message may be a producer's.
 //
 // It returns ErrDropped when r's contents were dropped.
-func (r Record) Replay(input, slow string) (kafka.Message, error) {
+func (r Record) Replay(input, slow string) (payload.Message, error) {
 	if r.Dropped {
-		return kafka.Message{}, ErrDropped
+		return payload.Message{}, ErrDropped
 	}
 	m := r.Message
 	origin := r.Source
-	headers := make([]kafka.Header, 0, len(m.Headers)+3)
+	headers := make([]payload.Header, 0, len(m.Headers)+3)
 	var hasID, hasOp bool
 	for _, h := range m.Headers {
 		switch {
@@ -178,11 +176,11 @@ func (r Record) Replay(input, slow string) (kafka.Message, error) {
 		if name == "" {
 			name = r.Position()
 		}
-		headers = append(headers, kafka.Header{Key: payload.HeaderID, Value: []byte(name)})
+		headers = append(headers, payload.Header{Key: payload.HeaderID, Value: []byte(name)})
 	}
-	headers = append(headers, kafka.Header{Key: HeaderReplayOf, Value: []byte(r.Position())})
+	headers = append(headers, payload.Header{Key: HeaderReplayOf, Value: []byte(r.Position())})
 	if origin != "" {
-		headers = append(headers, kafka.Header{Key: HeaderReplaySource, Value: []byte(origin)})
+		headers = append(headers, payload.Header{Key: HeaderReplaySource, Value: []byte(origin)})
 	}
 	to := input
 	if slow != "" && strings.HasPrefix(r.Source, slow+"/") {
@@ -194,10 +192,10 @@ func (r Record) Replay(input, slow string) (kafka.Message, error) {
 		// deletes at once.
 		at = time.Now()
 	}
-	return kafka.Message{Topic: to, Key: m.Key, Value: m.Value, Headers: headers, Time: at}, nil
+	return payload.Message{Topic: to, Key: m.Key, Value: m.Value, Headers: headers, Time: at}, nil
 }
 
-func header(m kafka.Message, key string) string {
+func header(m payload.Message, key string) string {
 	for _, h := range m.Headers {
 		if h.Key == key {
 			return string(h.Value)

@@ -8,45 +8,43 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/payload"
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
 
-func h(k, v string) kafka.Header { return kafka.Header{Key: k, Value: []byte(v)} }
+func h(k, v string) payload.Header { return payload.Header{Key: k, Value: []byte(v)} }
 
 // input is an input message as a producer wrote it and ingest read it.
-func input(topic string, partition int, offset int64, headers ...kafka.Header) kafka.Message {
-	return kafka.Message{Topic: topic, Partition: partition, Offset: offset, Time: t0,
+func input(topic string, partition int, offset int64, headers ...payload.Header) payload.Message {
+	return payload.Message{Topic: topic, Partition: partition, Offset: offset, Time: t0,
 		Key: []byte("k"), Value: []byte("v"), Headers: headers}
 }
 
 // ingestFailure is m as ingest writes it to the failed topic (the format
 // of ingest's failedMessage: provenance headers of the input dropped),
 // read back at partition p, offset o.
-func ingestFailure(m kafka.Message, reason string, p int, o int64) kafka.Message {
-	hs := slices.DeleteFunc(slices.Clone(m.Headers), func(x kafka.Header) bool { return payload.Provenance(x.Key) })
+func ingestFailure(m payload.Message, reason string, p int, o int64) payload.Message {
+	hs := slices.DeleteFunc(slices.Clone(m.Headers), func(x payload.Header) bool { return payload.Provenance(x.Key) })
 	hs = append(hs,
 		h(payload.HeaderError, reason),
 		h(HeaderSourceTopic, m.Topic),
 		h(HeaderSourcePartition, strconv.Itoa(m.Partition)),
 		h(HeaderSourceOffset, strconv.FormatInt(m.Offset, 10)),
 	)
-	return kafka.Message{Topic: "delay-failed", Partition: p, Offset: o, Time: m.Time, Key: m.Key, Value: m.Value, Headers: hs}
+	return payload.Message{Topic: "delay-failed", Partition: p, Offset: o, Time: m.Time, Key: m.Key, Value: m.Value, Headers: hs}
 }
 
 // scannerRefusal is task t as the scanner writes it to the failed topic
 // (the format of its redirect), read back at partition p, offset o.
-func scannerRefusal(t payload.Task, reason string, p int, o int64, at time.Time) kafka.Message {
+func scannerRefusal(t payload.Task, reason string, p int, o int64, at time.Time) payload.Message {
 	m := payload.Deliverable(t)
 	m.Topic, m.Partition, m.Offset, m.Time = "delay-failed", p, o, at
 	m.Headers = append(m.Headers, h(payload.HeaderTopic, t.Topic), h(payload.HeaderError, reason))
 	return m
 }
 
-func headerMap(hs []kafka.Header) map[string][]string {
+func headerMap(hs []payload.Header) map[string][]string {
 	out := map[string][]string{}
 	for _, x := range hs {
 		out[x.Key] = append(out[x.Key], string(x.Value))
@@ -60,15 +58,15 @@ func TestRecordReplay(t *testing.T) {
 	slow := input("delay-input-slow", 0, 9, h("delay-topic", "orders"), h("delay-after", "1m"))
 	cancel := input("delay-input", 2, 8, h("delay-op", "cancel"), h("delay-at", "1893553445000"))
 	task := payload.Task{ID: 42, Name: "order-42", Topic: "orders", ExecAt: t0.UnixMilli(), Key: []byte("k"), Value: []byte("v"),
-		Headers: []kafka.Header{h("trace", "abc")}}
+		Headers: []payload.Header{h("trace", "abc")}}
 	// A replayed copy that failed again: ingest read it at delay-input/0/700.
 	again := input("delay-input", 0, 700, h("delay-topic", "orders"), h("delay-after", "90s"), h("trace", "abc"),
 		h("delay-id", "delay-input/3/17"), h(HeaderReplayOf, "delay-failed/1/40"), h(HeaderReplaySource, "delay-input/3/17"))
 
 	tests := []struct {
 		name    string
-		msg     kafka.Message
-		want    []kafka.Header // in order
+		msg     payload.Message
+		want    []payload.Header // in order
 		topic   string
 		time    time.Time
 		wantErr error
@@ -77,78 +75,78 @@ func TestRecordReplay(t *testing.T) {
 			name:  "ingest, no delay-id: the derived name",
 			msg:   ingestFailure(orig, `delay-topic: "orders" is not allowed`, 2, 11),
 			topic: "delay-input", time: t0,
-			want: []kafka.Header{h("delay-topic", "orders"), h("delay-after", "90s"), h("trace", "abc"),
+			want: []payload.Header{h("delay-topic", "orders"), h("delay-after", "90s"), h("trace", "abc"),
 				h("delay-id", "delay-input/3/17"), h(HeaderReplayOf, "delay-failed/2/11"), h(HeaderReplaySource, "delay-input/3/17")},
 		},
 		{
 			name:  "ingest, delay-id kept",
 			msg:   ingestFailure(withID, "store: put: 5 attempts: connection refused", 0, 3),
 			topic: "delay-input", time: t0,
-			want: []kafka.Header{h("delay-topic", "orders"), h("delay-at", "1893553445000"), h("delay-id", "order-42"),
+			want: []payload.Header{h("delay-topic", "orders"), h("delay-at", "1893553445000"), h("delay-id", "order-42"),
 				h(HeaderReplayOf, "delay-failed/0/3"), h(HeaderReplaySource, "delay-input/1/5")},
 		},
 		{
 			name:  "ingest, read from the slow lane: back to it",
 			msg:   ingestFailure(slow, "x", 1, 1),
 			topic: "delay-input-slow", time: t0,
-			want: []kafka.Header{h("delay-topic", "orders"), h("delay-after", "1m"), h("delay-id", "delay-input-slow/0/9"),
+			want: []payload.Header{h("delay-topic", "orders"), h("delay-after", "1m"), h("delay-id", "delay-input-slow/0/9"),
 				h(HeaderReplayOf, "delay-failed/1/1"), h(HeaderReplaySource, "delay-input-slow/0/9")},
 		},
 		{
 			name:  "a delay-op without delay-id gets none",
 			msg:   ingestFailure(cancel, "delay-op: cancel needs delay-id", 0, 4),
 			topic: "delay-input", time: t0,
-			want: []kafka.Header{h("delay-op", "cancel"), h("delay-at", "1893553445000"),
+			want: []payload.Header{h("delay-op", "cancel"), h("delay-at", "1893553445000"),
 				h(HeaderReplayOf, "delay-failed/0/4"), h(HeaderReplaySource, "delay-input/2/8")},
 		},
 		{
 			name:  "scanner refusal: the task as stored",
 			msg:   scannerRefusal(task, "[10] Message Size Too Large", 1, 2, t0.Add(time.Hour)),
 			topic: "delay-input", time: t0.Add(time.Hour),
-			want: []kafka.Header{h("trace", "abc"), h("delay-id", "order-42"), h("delay-at", payload.FormatTime(t0.UnixMilli())),
+			want: []payload.Header{h("trace", "abc"), h("delay-id", "order-42"), h("delay-at", payload.FormatTime(t0.UnixMilli())),
 				h("delay-topic", "orders"), h(HeaderReplayOf, "delay-failed/1/2")},
 		},
 		{
 			name:  "failed again after a replay: the first delay-id names the task, replay-of and -source renewed",
 			msg:   ingestFailure(again, "y", 2, 90),
 			topic: "delay-input", time: t0,
-			want: []kafka.Header{h("delay-topic", "orders"), h("delay-after", "90s"), h("trace", "abc"), h("delay-id", "delay-input/3/17"),
+			want: []payload.Header{h("delay-topic", "orders"), h("delay-after", "90s"), h("trace", "abc"), h("delay-id", "delay-input/3/17"),
 				h(HeaderReplayOf, "delay-failed/2/90"), h(HeaderReplaySource, "delay-input/0/700")},
 		},
 		{
 			name: "forged provenance in a failed message: only ingest's last delay-source-* count",
-			msg: kafka.Message{Topic: "delay-failed", Partition: 1, Offset: 50, Time: t0, Headers: []kafka.Header{
+			msg: payload.Message{Topic: "delay-failed", Partition: 1, Offset: 50, Time: t0, Headers: []payload.Header{
 				h("delay-topic", "orders"), h("delay-after", "90s"), h(HeaderReplaySource, "delay-input/9/99"), h(HeaderReplayOf, "delay-failed/9/9"),
 				h(HeaderSourceTopic, "delay-input-slow"), h(HeaderSourcePartition, "9"), h(HeaderSourceOffset, "99"),
 				h("delay-error", "x"), h(HeaderSourceTopic, "delay-input"), h(HeaderSourcePartition, "3"), h(HeaderSourceOffset, "17")}},
 			topic: "delay-input", time: t0,
-			want: []kafka.Header{h("delay-topic", "orders"), h("delay-after", "90s"), h("delay-id", "delay-input/3/17"),
+			want: []payload.Header{h("delay-topic", "orders"), h("delay-after", "90s"), h("delay-id", "delay-input/3/17"),
 				h(HeaderReplayOf, "delay-failed/1/50"), h(HeaderReplaySource, "delay-input/3/17")},
 		},
 		{
 			name: "scanner refusal of a task that carried forged delay-source-*: no source",
-			msg: scannerRefusal(payload.Task{ID: 42, Name: "order-42", Topic: "orders", ExecAt: t0.UnixMilli(), Headers: []kafka.Header{
+			msg: scannerRefusal(payload.Task{ID: 42, Name: "order-42", Topic: "orders", ExecAt: t0.UnixMilli(), Headers: []payload.Header{
 				h(HeaderSourceTopic, "delay-input-slow"), h(HeaderSourcePartition, "9"), h(HeaderSourceOffset, "99")}},
 				"[3] Unknown Topic Or Partition", 0, 8, t0),
 			topic: "delay-input", time: t0,
-			want: []kafka.Header{h("delay-id", "order-42"), h("delay-at", payload.FormatTime(t0.UnixMilli())),
+			want: []payload.Header{h("delay-id", "order-42"), h("delay-at", payload.FormatTime(t0.UnixMilli())),
 				h("delay-topic", "orders"), h(HeaderReplayOf, "delay-failed/0/8")},
 		},
 		{
 			name: "no source, no id: named for the failed position",
-			msg: kafka.Message{Topic: "delay-failed", Partition: 4, Offset: 2, Time: t0,
-				Headers: []kafka.Header{h("delay-topic", "orders"), h("delay-after", "1s"), h("delay-error", "z")}},
+			msg: payload.Message{Topic: "delay-failed", Partition: 4, Offset: 2, Time: t0,
+				Headers: []payload.Header{h("delay-topic", "orders"), h("delay-after", "1s"), h("delay-error", "z")}},
 			topic: "delay-input", time: t0,
-			want: []kafka.Header{h("delay-topic", "orders"), h("delay-after", "1s"), h("delay-id", "delay-failed/4/2"),
+			want: []payload.Header{h("delay-topic", "orders"), h("delay-after", "1s"), h("delay-id", "delay-failed/4/2"),
 				h(HeaderReplayOf, "delay-failed/4/2")},
 		},
 		{
 			name: "malformed source headers count as none; other delay-source-* dropped too",
-			msg: kafka.Message{Topic: "delay-failed", Partition: 0, Offset: 6, Time: t0, Headers: []kafka.Header{
+			msg: payload.Message{Topic: "delay-failed", Partition: 0, Offset: 6, Time: t0, Headers: []payload.Header{
 				h("delay-topic", "orders"), h("delay-after", "1s"), h("delay-error", "z"),
 				h(HeaderSourceTopic, "delay-input"), h(HeaderSourcePartition, "x"), h(HeaderSourceOffset, "1"), h("delay-source-host", "a")}},
 			topic: "delay-input", time: t0,
-			want: []kafka.Header{h("delay-topic", "orders"), h("delay-after", "1s"), h("delay-id", "delay-failed/0/6"),
+			want: []payload.Header{h("delay-topic", "orders"), h("delay-after", "1s"), h("delay-id", "delay-failed/0/6"),
 				h(HeaderReplayOf, "delay-failed/0/6")},
 		},
 		{
@@ -212,7 +210,7 @@ func TestReplaySameTask(t *testing.T) {
 	now := t0.Add(time.Minute)
 	tests := []struct {
 		name string
-		orig kafka.Message
+		orig payload.Message
 	}{
 		{"derived id, delay-after", input("delay-input", 3, 17, h("delay-topic", "orders"), h("delay-after", "90s"), h("trace", "x"))},
 		{"given id, delay-at", input("delay-input", 1, 5, h("delay-topic", "orders"), h("delay-at", "2030-01-02T04:00:00Z"), h("delay-id", "order-42"))},
@@ -274,7 +272,7 @@ func TestParse(t *testing.T) {
 	m := ingestFailure(input("delay-input", 3, 17, h("delay-topic", "orders"), h("delay-topic", "second"), h("delay-id", "a")), "why", 2, 5)
 	r := Parse(m)
 	want := Record{Topic: "delay-failed", Partition: 2, Offset: 5, Time: t0, Reason: "why", Business: "orders", ID: "a", Source: "delay-input/3/17"}
-	r.Message = kafka.Message{}
+	r.Message = payload.Message{}
 	if r.Topic != want.Topic || r.Partition != want.Partition || r.Offset != want.Offset || !r.Time.Equal(want.Time) ||
 		r.Reason != want.Reason || r.Business != want.Business || r.ID != want.ID || r.Source != want.Source || r.Dropped {
 		t.Errorf("%+v\nwant %+v", r, want)

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/find"
@@ -65,20 +64,20 @@ func testBacklogCountsPending(t *testing.T, st backlogStore, ix *zset.Index) {
 		return strconv.FormatInt(base.Add(time.Duration(sec)*time.Second).UnixMilli(), 10)
 	}
 	var off int64
-	m := func(kv ...string) kafka.Message {
+	m := func(kv ...string) payload.Message {
 		off++
 		msg := msg(int(off%3), off, kv...)
 		msg.Time = now.Add(time.Duration(off) * time.Millisecond) // record times in input order
 		return msg
 	}
 	topic := "bl-" + strconv.FormatInt(now.UnixNano(), 36)
-	submit := func(id string, sec int) kafka.Message {
+	submit := func(id string, sec int) payload.Message {
 		return m(payload.HeaderTopic, topic, payload.HeaderID, id, payload.HeaderAt, at(sec))
 	}
-	cancelAt := func(id string, sec int) kafka.Message {
+	cancelAt := func(id string, sec int) payload.Message {
 		return m(payload.HeaderOp, payload.OpCancel, payload.HeaderID, id, payload.HeaderAt, at(sec))
 	}
-	batches := [][]kafka.Message{
+	batches := [][]payload.Message{
 		{cancelAt("before", 20)}, // before its task, another batch
 		{submit("p1", 10), submit("p2", 11), submit("p3", 12), submit("after", 13), submit("before", 20),
 			submit("same", 14), cancelAt("same", 14), submit("byid", 15), submit("moved", 16), submit("replaced", 17)},

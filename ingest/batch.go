@@ -7,8 +7,6 @@ import (
 	"github.com/delayq/delayq/internal/tracing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/taskstate"
@@ -36,13 +34,13 @@ type refusal struct {
 // batch may be committed, and an error only when ctx ended first: the batch
 // must not be committed and may be handled again (every write is
 // idempotent).
-func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.Time) error {
+func (in *Ingester) handle(ctx context.Context, msgs []payload.Message, now time.Time) error {
 	out := outcome{failed: map[string]int{}}
 	sp := in.spans(msgs)
 	tasks := make([]payload.Task, 0, len(msgs))
 	src := make([]int, 0, len(msgs)) // src[i] = index in msgs of tasks[i]
 	recorded := make([]time.Time, 0, len(msgs))
-	var failed []kafka.Message
+	var failed []payload.Message
 	for i, m := range msgs {
 		t, err := payload.Decode(m, now, in.cfg.Decode)
 		if err != nil {
@@ -58,7 +56,7 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 		recorded = append(recorded, m.Time)
 	}
 
-	failedOf := func(i int, reason string) kafka.Message { return in.failedMessage(msgs[src[i]], reason) }
+	failedOf := func(i int, reason string) payload.Message { return in.failedMessage(msgs[src[i]], reason) }
 	refused, err := in.store(ctx, tasks, recorded, failedOf)
 	if err != nil {
 		return fmt.Errorf("ingest: store %d tasks: %w", len(tasks), err)
@@ -103,13 +101,13 @@ func (in *Ingester) handle(ctx context.Context, msgs []kafka.Message, now time.T
 // the tracer's span per message; with no tracer it records nothing.
 type batchSpans struct {
 	tr       *tracing.Tracer
-	msgs     []kafka.Message
+	msgs     []payload.Message
 	ids      []string
 	outcomes []string
 	start    time.Time
 }
 
-func (in *Ingester) spans(msgs []kafka.Message) batchSpans {
+func (in *Ingester) spans(msgs []payload.Message) batchSpans {
 	if in.cfg.Tracer == nil {
 		return batchSpans{}
 	}
@@ -142,7 +140,7 @@ func (b batchSpans) end() {
 // recorded[i] is the record timestamp of tasks[i]; failedOf(i, reason) is
 // its failed-topic message (for the plan's check rows).
 func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []time.Time,
-	failedOf func(i int, reason string) kafka.Message) (map[int]refusal, error) {
+	failedOf func(i int, reason string) payload.Message) (map[int]refusal, error) {
 	refused := map[int]refusal{}
 	rows := make([]payload.Task, 0, len(tasks))
 	rowIdx := make([]int, 0, len(tasks)) // rowIdx[j] = index in tasks of rows[j]

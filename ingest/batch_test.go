@@ -30,8 +30,8 @@ var testNow = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // msg is an input message at partition/offset with header pairs, its
 // record timestamp testNow.
-func msg(partition int, offset int64, kv ...string) kafka.Message {
-	m := kafka.Message{
+func msg(partition int, offset int64, kv ...string) payload.Message {
+	m := payload.Message{
 		Topic:     "delay-input",
 		Partition: partition,
 		Offset:    offset,
@@ -40,12 +40,12 @@ func msg(partition int, offset int64, kv ...string) kafka.Message {
 		Time:      testNow,
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
-		m.Headers = append(m.Headers, kafka.Header{Key: kv[i], Value: []byte(kv[i+1])})
+		m.Headers = append(m.Headers, payload.Header{Key: kv[i], Value: []byte(kv[i+1])})
 	}
 	return m
 }
 
-func valid(offset int64) kafka.Message {
+func valid(offset int64) payload.Message {
 	at := testNow.Add(time.Minute + time.Duration(offset)*time.Second)
 	switch offset % 3 {
 	case 0:
@@ -57,12 +57,12 @@ func valid(offset int64) kafka.Message {
 	}
 }
 
-func cancel(offset int64) kafka.Message {
+func cancel(offset int64) payload.Message {
 	return msg(1, offset, payload.HeaderOp, payload.OpCancel, payload.HeaderID, "task-"+strconv.FormatInt(offset, 10),
 		payload.HeaderAt, testNow.Add(time.Hour).Format(time.RFC3339))
 }
 
-func malformed(offset int64) kafka.Message {
+func malformed(offset int64) payload.Message {
 	return msg(2, offset, payload.HeaderAt, testNow.Add(time.Hour).Format(time.RFC3339), "trace", "t2") // no delay-topic
 }
 
@@ -104,7 +104,7 @@ func counterValue(c prometheus.Counter) float64 {
 	return m.GetCounter().GetValue()
 }
 
-func header(m kafka.Message, key string) (string, bool) {
+func header(m payload.Message, key string) (string, bool) {
 	for _, h := range m.Headers {
 		if h.Key == key {
 			return string(h.Value), true
@@ -114,18 +114,18 @@ func header(m kafka.Message, key string) (string, bool) {
 }
 
 func TestHandle(t *testing.T) {
-	mix := []kafka.Message{valid(0), valid(1), valid(2), cancel(3), malformed(4)}
+	mix := []payload.Message{valid(0), valid(1), valid(2), cancel(3), malformed(4)}
 	type failedWant struct {
 		offset int64
 		reason string // substring of delay-error
 	}
 	tests := []struct {
 		name      string
-		msgs      []kafka.Message
+		msgs      []payload.Message
 		store     script
 		index     script
 		writer    script
-		writeFail func(kafka.Message, int) error
+		writeFail func(payload.Message, int) error
 		limit     int
 		refusePut func(payload.Task) bool
 		refuseAdd func(zset.Entry) bool
@@ -140,7 +140,7 @@ func TestHandle(t *testing.T) {
 		wantReasons  map[string]float64
 	}{
 		{
-			name: "valid in three time formats and a cancel", msgs: []kafka.Message{valid(0), valid(1), valid(2), cancel(3)},
+			name: "valid in three time formats and a cancel", msgs: []payload.Message{valid(0), valid(1), valid(2), cancel(3)},
 			wantPuts: 1, wantStored: 4, wantAdds: 1, wantIndexed: 3, wantAccepted: 3, wantCancels: 1,
 		},
 		{
@@ -150,12 +150,12 @@ func TestHandle(t *testing.T) {
 			wantAccepted: 3, wantCancels: 1, wantReasons: map[string]float64{ReasonContract: 1},
 		},
 		{
-			name: "only malformed: no store calls", msgs: []kafka.Message{malformed(0), malformed(1)},
+			name: "only malformed: no store calls", msgs: []payload.Message{malformed(0), malformed(1)},
 			wantFailed:  []failedWant{{0, "delay-topic"}, {1, "delay-topic"}},
 			wantReasons: map[string]float64{ReasonContract: 2},
 		},
 		{
-			name: "cancels only: no index add", msgs: []kafka.Message{cancel(0), cancel(1)},
+			name: "cancels only: no index add", msgs: []payload.Message{cancel(0), cancel(1)},
 			wantPuts: 1, wantStored: 2, wantCancels: 2,
 		},
 		{
@@ -221,8 +221,8 @@ func TestHandle(t *testing.T) {
 		},
 		{
 			name: "partial write errors retry only the failed messages",
-			msgs: []kafka.Message{malformed(0), malformed(1), malformed(2)},
-			writeFail: func(m kafka.Message, call int) error {
+			msgs: []payload.Message{malformed(0), malformed(1), malformed(2)},
+			writeFail: func(m payload.Message, call int) error {
 				if call == 0 && m.Offset == 1 {
 					return kafka.NotLeaderForPartition
 				}
@@ -233,7 +233,7 @@ func TestHandle(t *testing.T) {
 		},
 		{
 			name: "failed message too large loses its value",
-			msgs: []kafka.Message{malformed(0), func() kafka.Message {
+			msgs: []payload.Message{malformed(0), func() payload.Message {
 				m := malformed(1)
 				m.Value = make([]byte, 100)
 				return m
@@ -305,7 +305,7 @@ func TestHandle(t *testing.T) {
 func TestHandleOneBadEntryAmongMany(t *testing.T) {
 	f := newFixture(t, nil)
 	bad := map[int64]bool{7: true, 500: true, 998: true}
-	var msgs []kafka.Message
+	var msgs []payload.Message
 	for i := range int64(1000) {
 		m := msg(int(i%4), i, payload.HeaderTopic, "biz", payload.HeaderID, "t-"+strconv.FormatInt(i, 10),
 			payload.HeaderAt, strconv.FormatInt(testNow.Add(time.Minute).UnixMilli()+i, 10))
@@ -353,7 +353,7 @@ func TestHandleEpochDueTimeFailsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	var msgs []kafka.Message
+	var msgs []payload.Message
 	for i := range int64(9) {
 		at := strconv.FormatInt(now.Add(time.Minute).UnixMilli()+i, 10)
 		switch i {
@@ -413,7 +413,7 @@ func TestHandleDelayAfterWithoutTimestamp(t *testing.T) {
 	f := newFixture(t, nil)
 	bare := msg(0, 1, payload.HeaderTopic, "biz", payload.HeaderAfter, "90s")
 	bare.Time = time.Time{}
-	msgs := []kafka.Message{valid(0), bare, valid(2)}
+	msgs := []payload.Message{valid(0), bare, valid(2)}
 	if err := f.in.handle(t.Context(), msgs, testNow); err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +437,7 @@ func TestHandleOutageLogsOnce(t *testing.T) {
 		})
 		f.in.backoff = retry.Backoff{}
 		f.store.outage = 2 * time.Minute
-		if err := f.in.handle(t.Context(), []kafka.Message{valid(0), valid(1)}, testNow); err != nil {
+		if err := f.in.handle(t.Context(), []payload.Message{valid(0), valid(1)}, testNow); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
@@ -453,10 +453,10 @@ func TestHandleOutageLogsOnce(t *testing.T) {
 
 // checkFailed finds the failed-topic copy of the input at offset and checks
 // it carries the original key, value and headers, the reason and the source.
-func checkFailed(t *testing.T, inputs, written []kafka.Message, offset int64, reason string) {
+func checkFailed(t *testing.T, inputs, written []payload.Message, offset int64, reason string) {
 	t.Helper()
-	i := slices.IndexFunc(inputs, func(m kafka.Message) bool { return m.Offset == offset })
-	j := slices.IndexFunc(written, func(m kafka.Message) bool {
+	i := slices.IndexFunc(inputs, func(m payload.Message) bool { return m.Offset == offset })
+	j := slices.IndexFunc(written, func(m payload.Message) bool {
 		v, _ := header(m, HeaderSourceOffset)
 		return v == strconv.FormatInt(offset, 10)
 	})
@@ -491,7 +491,7 @@ func checkFailed(t *testing.T, inputs, written []kafka.Message, offset int64, re
 
 func TestHandleStoredTasks(t *testing.T) {
 	f := newFixture(t, nil)
-	msgs := []kafka.Message{valid(0), valid(1), valid(2), cancel(3)}
+	msgs := []payload.Message{valid(0), valid(1), valid(2), cancel(3)}
 	msgs[2].Time = testNow.Add(-30 * time.Second) // delay-after counts from the message time
 	if err := f.in.handle(t.Context(), msgs, testNow); err != nil {
 		t.Fatal(err)
@@ -517,7 +517,7 @@ func TestHandleStoredTasks(t *testing.T) {
 	if stored[0].Name != payload.DerivedName("delay-input", 0, 0) {
 		t.Errorf("derived name %q", stored[0].Name)
 	}
-	if v, ok := header(kafka.Message{Headers: stored[0].Headers}, "trace"); !ok || v != "t1" {
+	if v, ok := header(payload.Message{Headers: stored[0].Headers}, "trace"); !ok || v != "t1" {
 		t.Errorf("pass-through header lost: %+v", stored[0].Headers)
 	}
 }
@@ -525,7 +525,7 @@ func TestHandleStoredTasks(t *testing.T) {
 func TestHandleDuplicatesAreHarmless(t *testing.T) {
 	// Re-delivery: the same input twice in one batch and again in the next.
 	f := newFixture(t, nil)
-	msgs := []kafka.Message{valid(7), valid(7), cancel(8), cancel(8)}
+	msgs := []payload.Message{valid(7), valid(7), cancel(8), cancel(8)}
 	for range 2 {
 		if err := f.in.handle(t.Context(), msgs, testNow); err != nil {
 			t.Fatal(err)
@@ -549,7 +549,7 @@ func TestHandleStoppingDoesNotFail(t *testing.T) {
 		f.store.outage = time.Hour
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
-		err := f.in.handle(ctx, []kafka.Message{valid(0), malformed(1)}, testNow)
+		err := f.in.handle(ctx, []payload.Message{valid(0), malformed(1)}, testNow)
 		if err == nil || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errOutage) {
 			t.Fatalf("handle = %v, want the deadline and the outage", err)
 		}

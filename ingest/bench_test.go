@@ -47,7 +47,7 @@ func (nopWriter) WriteMessages(context.Context, ...kafka.Message) error { return
 // that do nothing (their cost is the load tool's to measure).
 func BenchmarkHandle(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
-		msgs := make([]kafka.Message, n)
+		msgs := make([]payload.Message, n)
 		for i := range msgs {
 			msgs[i] = msg(i%8, int64(i), payload.HeaderTopic, "biz",
 				payload.HeaderAt, strconv.FormatInt(testNow.Add(time.Minute).UnixMilli()+int64(i), 10),

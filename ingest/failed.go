@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/internal/retry"
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 )
 
@@ -27,8 +28,8 @@ const (
 // message too large for the writer or the broker is written again without
 // its value (and then without its key and original headers), so an
 // oversized input can never stall its partition.
-func (in *Ingester) writeFailed(ctx context.Context, msgs []kafka.Message) error {
-	pending := msgs
+func (in *Ingester) writeFailed(ctx context.Context, msgs []payload.Message) error {
+	pending := record.FromMessages(msgs)
 	p := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout, Permanent: fenced}
 	return in.stage.Do(ctx, opFailed, p, func(ctx context.Context) error {
 		// Each message shrinks at most twice; then give up on this attempt.
@@ -40,7 +41,7 @@ func (in *Ingester) writeFailed(ctx context.Context, msgs []kafka.Message) error
 			var tooLarge kafka.MessageTooLargeError
 			if errors.As(err, &tooLarge) {
 				// The writer refused one message before sending anything.
-				pending = append(tooLarge.Remaining, shrink(tooLarge.Message))
+				pending = append(tooLarge.Remaining, record.FromMessage(shrink(record.ToMessage(tooLarge.Message))))
 				continue
 			}
 			var werrs kafka.WriteErrors
@@ -52,7 +53,7 @@ func (in *Ingester) writeFailed(ctx context.Context, msgs []kafka.Message) error
 				switch {
 				case werr == nil:
 				case errors.Is(werr, kafka.MessageSizeTooLarge):
-					next = append(next, shrink(pending[i]))
+					next = append(next, record.FromMessage(shrink(record.ToMessage(pending[i]))))
 				default:
 					next = append(next, pending[i])
 				}
@@ -71,18 +72,18 @@ func (in *Ingester) writeFailed(ctx context.Context, msgs []kafka.Message) error
 // headers (minus stale failure headers and provenance a producer set,
 // payload.Provenance), the reason and the source position, last: replay
 // trusts delay-source-* only there (package failed).
-func (in *Ingester) failedMessage(m kafka.Message, reason string) kafka.Message {
-	headers := make([]kafka.Header, 0, len(m.Headers)+4)
+func (in *Ingester) failedMessage(m payload.Message, reason string) payload.Message {
+	headers := make([]payload.Header, 0, len(m.Headers)+4)
 	for _, h := range m.Headers {
 		if !failureHeader(h.Key) && !payload.Provenance(h.Key) {
 			headers = append(headers, h)
 		}
 	}
 	headers = append(headers,
-		kafka.Header{Key: payload.HeaderError, Value: []byte(reason)},
-		kafka.Header{Key: HeaderSourceTopic, Value: []byte(m.Topic)},
-		kafka.Header{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(m.Partition))},
-		kafka.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(m.Offset, 10))},
+		payload.Header{Key: payload.HeaderError, Value: []byte(reason)},
+		payload.Header{Key: HeaderSourceTopic, Value: []byte(m.Topic)},
+		payload.Header{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(m.Partition))},
+		payload.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(m.Offset, 10))},
 	)
 	// Keep the input's timestamp; kafka-go would send 0 for a zero Time,
 	// which time-based retention deletes at once.
@@ -90,7 +91,7 @@ func (in *Ingester) failedMessage(m kafka.Message, reason string) kafka.Message 
 	if at.IsZero() {
 		at = time.Now()
 	}
-	return kafka.Message{Topic: in.cfg.Failed, Key: m.Key, Value: m.Value, Headers: headers, Time: at}
+	return payload.Message{Topic: in.cfg.Failed, Key: m.Key, Value: m.Value, Headers: headers, Time: at}
 }
 
 func failureHeader(key string) bool {
@@ -103,8 +104,8 @@ func failureHeader(key string) bool {
 
 // shrink drops a failed message's value, or when it has none any more its key
 // and pass-through headers, noting what was dropped in delay-error.
-func shrink(m kafka.Message) kafka.Message {
-	var kept []kafka.Header
+func shrink(m payload.Message) payload.Message {
+	var kept []payload.Header
 	var reason string
 	for _, h := range m.Headers {
 		if failureHeader(h.Key) {
@@ -115,7 +116,7 @@ func shrink(m kafka.Message) kafka.Message {
 		}
 		kept = append(kept, h)
 	}
-	var pos []kafka.Header
+	var pos []payload.Header
 	for _, h := range m.Headers {
 		if failureHeader(h.Key) && h.Key != payload.HeaderError {
 			pos = append(pos, h)
@@ -128,6 +129,6 @@ func shrink(m kafka.Message) kafka.Message {
 		reason += fmt.Sprintf(" (key of %d bytes and %d headers dropped: too large for the failed topic)", len(m.Key), len(kept))
 		m.Key, kept = nil, nil
 	}
-	m.Headers = append(append(kept, kafka.Header{Key: payload.HeaderError, Value: []byte(reason)}), pos...)
+	m.Headers = append(append(kept, payload.Header{Key: payload.HeaderError, Value: []byte(reason)}), pos...)
 	return m
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -234,12 +235,12 @@ func (f *fakeIndex) snapshot() (int, []zset.Entry) {
 // fakeWriter fails whole calls by script, or single messages by fail.
 type fakeWriter struct {
 	script
-	fail  func(m kafka.Message, call int) error // per-message failure, nil = none
-	limit int                                   // > 0: messages with more value bytes are refused as too large
+	fail  func(m payload.Message, call int) error // per-message failure, nil = none
+	limit int                                     // > 0: messages with more value bytes are refused as too large
 	ev    *events
 	mu    sync.Mutex
 	calls int
-	msgs  []kafka.Message
+	msgs  []payload.Message // as delayq reads them (record.ToMessage)
 }
 
 func (f *fakeWriter) WriteMessages(ctx context.Context, msgs ...kafka.Message) error {
@@ -266,7 +267,7 @@ func (f *fakeWriter) WriteMessages(ctx context.Context, msgs ...kafka.Message) e
 		werrs = make(kafka.WriteErrors, len(msgs))
 		failed := false
 		for i, m := range msgs {
-			if werrs[i] = f.fail(m, call); werrs[i] != nil {
+			if werrs[i] = f.fail(record.ToMessage(m), call); werrs[i] != nil {
 				failed = true
 			}
 		}
@@ -276,7 +277,7 @@ func (f *fakeWriter) WriteMessages(ctx context.Context, msgs ...kafka.Message) e
 	}
 	for i, m := range msgs {
 		if werrs == nil || werrs[i] == nil {
-			f.msgs = append(f.msgs, m)
+			f.msgs = append(f.msgs, record.ToMessage(m))
 		}
 	}
 	f.ev.add("failed " + strconv.Itoa(len(msgs)))
@@ -286,7 +287,7 @@ func (f *fakeWriter) WriteMessages(ctx context.Context, msgs ...kafka.Message) e
 	return nil
 }
 
-func (f *fakeWriter) snapshot() (int, []kafka.Message) {
+func (f *fakeWriter) snapshot() (int, []payload.Message) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls, slices.Clone(f.msgs)
@@ -296,14 +297,14 @@ func (f *fakeWriter) snapshot() (int, []kafka.Message) {
 type fakeReader struct {
 	name   string // when set, events read "close <name>"
 	ev     *events
-	in     chan kafka.Message
+	in     chan payload.Message // served as kafka-go's (record.FromMessage)
 	mu     sync.Mutex
 	errs   int // FetchMessage fails this many times first (a Kafka outage)
 	closed bool
 }
 
 func newFakeReader(ev *events) *fakeReader {
-	return &fakeReader{ev: ev, in: make(chan kafka.Message, 10000)}
+	return &fakeReader{ev: ev, in: make(chan payload.Message, 10000)}
 }
 
 func (r *fakeReader) FetchMessage(ctx context.Context) (kafka.Message, error) {
@@ -318,7 +319,7 @@ func (r *fakeReader) FetchMessage(ctx context.Context) (kafka.Message, error) {
 	case <-ctx.Done():
 		return kafka.Message{}, ctx.Err()
 	case m := <-r.in:
-		return m, nil
+		return record.FromMessage(m), nil
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/delayq/delayq/internal/drain"
 	"github.com/delayq/delayq/internal/retry"
+	"github.com/delayq/delayq/kafka/record"
+	"github.com/delayq/delayq/payload"
 )
 
 // Operations of the ingest stage, the values of the op label of
@@ -96,7 +98,7 @@ func (in *Ingester) consume(ctx, gctx context.Context, c committer, l lane) erro
 	// its fetch: after a Kafka outage, 5 s of waiting without an error end
 	// the stall.
 	fetchPolicy := retry.Policy{Backoff: in.backoff, Idle: 5 * time.Second}
-	batch := make([]kafka.Message, 0, in.cfg.BatchSize)
+	batch := make([]payload.Message, 0, in.cfg.BatchSize)
 	for {
 		// A fetch error is a Kafka outage: retried until the broker answers
 		// or the lane stops. Messages fetched before an error are handled.
@@ -136,7 +138,7 @@ func (in *Ingester) consume(ctx, gctx context.Context, c committer, l lane) erro
 // fetching fails. It waits for the first message as long as it takes. An
 // error comes with the messages fetched before it, which must still be
 // handled.
-func (in *Ingester) fetch(ctx context.Context, l lane, batch []kafka.Message) ([]kafka.Message, error) {
+func (in *Ingester) fetch(ctx context.Context, l lane, batch []payload.Message) ([]payload.Message, error) {
 	fctx := ctx
 	size := 0
 	for len(batch) < in.cfg.BatchSize && size < in.cfg.BatchBytes {
@@ -159,8 +161,9 @@ func (in *Ingester) fetch(ctx context.Context, l lane, batch []kafka.Message) ([
 			}
 			break // the batch's time is up
 		}
-		batch = append(batch, m)
-		size += messageBytes(m)
+		batch = append(batch, record.ToMessage(m))
+		size += messageBytes(batch[len(batch)-1])
+		l.prog.hwm.Store(m.HighWaterMark)
 		if len(batch) == 1 {
 			var cancel context.CancelFunc
 			fctx, cancel = context.WithTimeout(ctx, in.cfg.BatchWait)
@@ -171,7 +174,7 @@ func (in *Ingester) fetch(ctx context.Context, l lane, batch []kafka.Message) ([
 }
 
 // messageBytes is what m weighs in a batch: key, value and headers.
-func messageBytes(m kafka.Message) int {
+func messageBytes(m payload.Message) int {
 	n := len(m.Key) + len(m.Value)
 	for _, h := range m.Headers {
 		n += len(h.Key) + len(h.Value)
@@ -183,7 +186,7 @@ func messageBytes(m kafka.Message) int {
 // commits the offset after it in the generation c. It returns an error when
 // ctx ended first (nothing committed) or when the generation refused the
 // commit (it is over).
-func (in *Ingester) process(ctx context.Context, c committer, l lane, batch []kafka.Message) error {
+func (in *Ingester) process(ctx context.Context, c committer, l lane, batch []payload.Message) error {
 	start := time.Now()
 	first, last := batch[0], batch[len(batch)-1]
 	if err := in.handleReplicated(ctx, batch); err != nil {
@@ -204,7 +207,7 @@ func (in *Ingester) process(ctx context.Context, c committer, l lane, batch []ka
 			l.topic, l.partition, first.Offset, last.Offset, err)
 	}
 	l.prog.next.Store(next)
-	in.m.lag.set(l.topic, l.partition, max(last.HighWaterMark-next, 0))
+	in.m.lag.set(l.topic, l.partition, max(l.prog.hwm.Load()-next, 0))
 	in.m.batch.Observe(time.Since(start).Seconds())
 	return nil
 }

@@ -7,8 +7,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/internal/retry"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/taskstate"
@@ -232,7 +230,7 @@ func (in *Ingester) finish(ctx context.Context, p *taskstate.Plan) error {
 // checkRow is the row of check c of reschedule t: its failed-topic
 // message, with the reason it fails for if no task marks the row first
 // (payload.IsCheck).
-func (in *Ingester) checkRow(c taskstate.Check, t payload.Task, failedOf func(int, string) kafka.Message) payload.Task {
+func (in *Ingester) checkRow(c taskstate.Check, t payload.Task, failedOf func(int, string) payload.Message) payload.Task {
 	m := failedOf(c.Op, taskstate.UnknownReason(t.Name, in.cfg.RescheduleGrace, 0))
 	return payload.Task{ID: c.ID, Name: t.Name, ExecAt: c.At, Key: m.Key, Value: m.Value, Headers: m.Headers}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
@@ -82,32 +81,32 @@ func lcAt(sec int) string {
 	return strconv.FormatInt(lcBase.Add(time.Duration(sec)*time.Second).UnixMilli(), 10)
 }
 
-func (f *lifecycleFixture) submit(id string, sec int) kafka.Message {
+func (f *lifecycleFixture) submit(id string, sec int) payload.Message {
 	f.off++
 	return msg(0, f.off, payload.HeaderTopic, "biz", payload.HeaderID, id, payload.HeaderAt, lcAt(sec), "trace", id)
 }
 
-func (f *lifecycleFixture) cancelID(id string) kafka.Message {
+func (f *lifecycleFixture) cancelID(id string) payload.Message {
 	f.off++
 	return msg(1, f.off, payload.HeaderOp, payload.OpCancel, payload.HeaderID, id)
 }
 
-func (f *lifecycleFixture) cancelAt(id string, sec int) kafka.Message {
+func (f *lifecycleFixture) cancelAt(id string, sec int) payload.Message {
 	f.off++
 	return msg(1, f.off, payload.HeaderOp, payload.OpCancel, payload.HeaderID, id, payload.HeaderAt, lcAt(sec))
 }
 
-func (f *lifecycleFixture) reschedule(id string, sec int) kafka.Message {
+func (f *lifecycleFixture) reschedule(id string, sec int) payload.Message {
 	f.off++
 	return msg(1, f.off, payload.HeaderOp, payload.OpReschedule, payload.HeaderID, id, payload.HeaderAt, lcAt(sec))
 }
 
-func (f *lifecycleFixture) replace(id string, sec int) kafka.Message {
+func (f *lifecycleFixture) replace(id string, sec int) payload.Message {
 	f.off++
 	return msg(1, f.off, payload.HeaderOp, payload.OpReplace, payload.HeaderTopic, "biz", payload.HeaderID, id, payload.HeaderAt, lcAt(sec))
 }
 
-func (f *lifecycleFixture) handle(t *testing.T, msgs ...kafka.Message) {
+func (f *lifecycleFixture) handle(t *testing.T, msgs ...payload.Message) {
 	t.Helper()
 	if err := f.in.handle(t.Context(), msgs, time.Now()); err != nil {
 		t.Fatalf("handle: %v", err)
@@ -174,118 +173,118 @@ func TestLifecycleOps(t *testing.T) {
 	ms := func(sec int) int64 { return lcBase.Add(time.Duration(sec) * time.Second).UnixMilli() }
 	tests := []struct {
 		name       string
-		batches    func(f *lifecycleFixture) [][]kafka.Message
+		batches    func(f *lifecycleFixture) [][]payload.Message
 		live       map[string][]int64
 		failed     map[string]string // name → substring of the reason
 		wantPhases map[string]payload.Phase
 	}{
 		{
 			name: "cancel by id after the task",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.submit("a", 10), f.submit("b", 10)}, {f.cancelID("a")}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.submit("a", 10), f.submit("b", 10)}, {f.cancelID("a")}}
 			},
 			live:       map[string][]int64{"b": {ms(10)}},
 			wantPhases: map[string]payload.Phase{"a": payload.PhaseCancelled, "b": payload.PhasePending},
 		},
 		{
 			name: "cancel by id before the task",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.cancelID("a")}, {f.submit("a", 10), f.submit("b", 10)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.cancelID("a")}, {f.submit("a", 10), f.submit("b", 10)}}
 			},
 			live:       map[string][]int64{"b": {ms(10)}},
 			wantPhases: map[string]payload.Phase{"a": payload.PhaseCancelled},
 		},
 		{
 			name: "cancel by id and due time after the task",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.submit("a", 10), f.submit("b", 10)}, {f.cancelAt("a", 10), f.cancelAt("b", 11)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.submit("a", 10), f.submit("b", 10)}, {f.cancelAt("a", 10), f.cancelAt("b", 11)}}
 			},
 			live: map[string][]int64{"b": {ms(10)}},
 		},
 		{
 			name: "cancel by id and due time before the task",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.cancelAt("a", 10)}, {f.submit("a", 10), f.submit("b", 10)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.cancelAt("a", 10)}, {f.submit("a", 10), f.submit("b", 10)}}
 			},
 			live: map[string][]int64{"b": {ms(10)}},
 		},
 		{
 			name: "cancel by id and due time in the task's batch",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.cancelAt("a", 10), f.submit("a", 10)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.cancelAt("a", 10), f.submit("a", 10)}}
 			},
 			live: map[string][]int64{},
 		},
 		{
 			name: "cancel by id in the task's batch",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.cancelID("a"), f.submit("a", 10)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.cancelID("a"), f.submit("a", 10)}}
 			},
 			live: map[string][]int64{},
 		},
 		{
 			name: "cancel by id after a reschedule",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.submit("a", 10)}, {f.reschedule("a", 20)}, {f.cancelID("a")}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.submit("a", 10)}, {f.reschedule("a", 20)}, {f.cancelID("a")}}
 			},
 			live: map[string][]int64{},
 		},
 		{
 			name: "reschedule later and earlier",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.submit("a", 10), f.submit("b", 10)}, {f.reschedule("a", 30), f.reschedule("b", 5)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.submit("a", 10), f.submit("b", 10)}, {f.reschedule("a", 30), f.reschedule("b", 5)}}
 			},
 			live:       map[string][]int64{"a": {ms(30)}, "b": {ms(5)}},
 			wantPhases: map[string]payload.Phase{"a": payload.PhasePending},
 		},
 		{
 			name: "reschedule twice",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.submit("a", 10)}, {f.reschedule("a", 30)}, {f.reschedule("a", 40)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.submit("a", 10)}, {f.reschedule("a", 30)}, {f.reschedule("a", 40)}}
 			},
 			live: map[string][]int64{"a": {ms(40)}},
 		},
 		{
 			name: "reschedule twice in one batch",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.submit("a", 10)}, {f.reschedule("a", 30), f.reschedule("a", 40)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.submit("a", 10)}, {f.reschedule("a", 30), f.reschedule("a", 40)}}
 			},
 			live: map[string][]int64{"a": {ms(40)}},
 		},
 		{
 			name: "reschedule before the task",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.reschedule("a", 30)}, {f.submit("a", 10)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.reschedule("a", 30)}, {f.submit("a", 10)}}
 			},
 			live: map[string][]int64{"a": {ms(30)}},
 		},
 		{
 			name: "replace after the task",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.submit("a", 10)}, {f.replace("a", 20)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.submit("a", 10)}, {f.replace("a", 20)}}
 			},
 			live:       map[string][]int64{"a": {ms(20)}},
 			wantPhases: map[string]payload.Phase{"a": payload.PhasePending},
 		},
 		{
 			name: "replace at the same time before the task, read again after it",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
+			batches: func(f *lifecycleFixture) [][]payload.Message {
 				r := f.replace("a", 10)
-				return [][]kafka.Message{{r}, {f.submit("a", 10)}, {r}}
+				return [][]payload.Message{{r}, {f.submit("a", 10)}, {r}}
 			},
 			live: map[string][]int64{"a": {ms(10)}},
 		},
 		{
 			name: "replace then reschedule in one batch",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.submit("a", 10)}, {f.replace("a", 20), f.reschedule("a", 30)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.submit("a", 10)}, {f.replace("a", 20), f.reschedule("a", 30)}}
 			},
 			live: map[string][]int64{"a": {ms(30)}},
 		},
 		{
 			name: "replace of an id cancelled by id",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.submit("a", 10)}, {f.cancelID("a")}, {f.replace("a", 20)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.submit("a", 10)}, {f.cancelID("a")}, {f.replace("a", 20)}}
 			},
 			live:   map[string][]int64{},
 			failed: map[string]string{"a": `id cancelled: replace of delay-id "a" refused`},
@@ -293,10 +292,10 @@ func TestLifecycleOps(t *testing.T) {
 		{
 			// The docs' o-42: cancelled by id, then submitted again.
 			name: "submit recorded after a cancel by id reuses the id",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
+			batches: func(f *lifecycleFixture) [][]payload.Message {
 				s := f.submit("a", 10)
 				s.Time = testNow.Add(time.Second)
-				return [][]kafka.Message{{f.submit("a", 20)}, {f.cancelID("a")}, {s}, {s}}
+				return [][]payload.Message{{f.submit("a", 20)}, {f.cancelID("a")}, {s}, {s}}
 			},
 			live: map[string][]int64{},
 			failed: map[string]string{"a": `id cancelled: submit of delay-id "a" refused: the id was cancelled by id alone at ` +
@@ -308,10 +307,10 @@ func TestLifecycleOps(t *testing.T) {
 			// A cancel that overtook its task (another partition): the
 			// task, recorded before it, is cancelled without a word.
 			name: "submit recorded before a cancel by id handled after it",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
+			batches: func(f *lifecycleFixture) [][]payload.Message {
 				s := f.submit("a", 10)
 				s.Time = testNow.Add(-time.Second)
-				return [][]kafka.Message{{f.cancelID("a")}, {s}, {s}}
+				return [][]payload.Message{{f.cancelID("a")}, {s}, {s}}
 			},
 			live: map[string][]int64{},
 		},
@@ -319,11 +318,11 @@ func TestLifecycleOps(t *testing.T) {
 			// The reschedule is young when handled and waits; the task is
 			// recorded more than the grace after it: it stays.
 			name: "reschedule of an id whose task comes after the grace",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
+			batches: func(f *lifecycleFixture) [][]payload.Message {
 				r, s := f.reschedule("a", 30), f.submit("a", 10)
 				r.Time = time.Now()
 				s.Time = r.Time.Add(2 * lcGrace)
-				return [][]kafka.Message{{r}, {s}}
+				return [][]payload.Message{{r}, {s}}
 			},
 			// The reschedule waits; its check row fails it when its grace
 			// ends, and its task, recorded after that, stays.
@@ -331,72 +330,72 @@ func TestLifecycleOps(t *testing.T) {
 		},
 		{
 			name: "reschedule read again after it failed, its task in between",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
+			batches: func(f *lifecycleFixture) [][]payload.Message {
 				r := f.reschedule("a", 30)
 				r.Time = time.Now().Add(-time.Minute)
-				return [][]kafka.Message{{r}, {f.submit("a", 10)}, {r}}
+				return [][]payload.Message{{r}, {f.submit("a", 10)}, {r}}
 			},
 			live:   map[string][]int64{"a": {ms(10)}},
 			failed: map[string]string{"a": `reschedule: unknown delay-id "a": no task with this id was stored within 1s`},
 		},
 		{
 			name: "reschedule in the task's batch",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.reschedule("a", 30), f.submit("a", 10)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.reschedule("a", 30), f.submit("a", 10)}}
 			},
 			live: map[string][]int64{"a": {ms(30)}},
 		},
 		{
 			name: "task read again after its reschedule",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
+			batches: func(f *lifecycleFixture) [][]payload.Message {
 				s := f.submit("a", 10)
-				return [][]kafka.Message{{s}, {f.reschedule("a", 30)}, {s}}
+				return [][]payload.Message{{s}, {f.reschedule("a", 30)}, {s}}
 			},
 			live: map[string][]int64{"a": {ms(30)}},
 		},
 		{
 			name: "reschedule read again",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
+			batches: func(f *lifecycleFixture) [][]payload.Message {
 				r := f.reschedule("a", 30)
-				return [][]kafka.Message{{f.submit("a", 10)}, {r}, {r}}
+				return [][]payload.Message{{f.submit("a", 10)}, {r}, {r}}
 			},
 			live: map[string][]int64{"a": {ms(30)}},
 		},
 		{
 			name: "reschedule of a cancelled task",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
-				return [][]kafka.Message{{f.submit("a", 10)}, {f.cancelID("a")}, {f.reschedule("a", 30)}}
+			batches: func(f *lifecycleFixture) [][]payload.Message {
+				return [][]payload.Message{{f.submit("a", 10)}, {f.cancelID("a")}, {f.reschedule("a", 30)}}
 			},
 			live:   map[string][]int64{},
 			failed: map[string]string{"a": `reschedule: delay-id "a" is cancelled`},
 		},
 		{
 			name: "reschedule of a task cancelled by due time",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
+			batches: func(f *lifecycleFixture) [][]payload.Message {
 				f.off++
 				c := msg(1, f.off, payload.HeaderOp, payload.OpCancel, payload.HeaderID, "a", payload.HeaderAt, lcAt(10))
-				return [][]kafka.Message{{f.submit("a", 10)}, {c}, {f.reschedule("a", 30)}}
+				return [][]payload.Message{{f.submit("a", 10)}, {c}, {f.reschedule("a", 30)}}
 			},
 			live:   map[string][]int64{},
 			failed: map[string]string{"a": `reschedule: delay-id "a" is cancelled`},
 		},
 		{
 			name: "reschedule of an unknown id",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
+			batches: func(f *lifecycleFixture) [][]payload.Message {
 				r := f.reschedule("a", 30)
 				r.Time = time.Now().Add(-time.Minute)
-				return [][]kafka.Message{{r}, {f.submit("a", 10)}}
+				return [][]payload.Message{{r}, {f.submit("a", 10)}}
 			},
 			live:   map[string][]int64{"a": {ms(10)}},
 			failed: map[string]string{"a": `reschedule: unknown delay-id "a": no task with this id was stored`},
 		},
 		{
 			name: "reschedule of a delivered task",
-			batches: func(f *lifecycleFixture) [][]kafka.Message {
+			batches: func(f *lifecycleFixture) [][]payload.Message {
 				f.off++
 				past := strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10)
 				s := msg(0, f.off, payload.HeaderTopic, "biz", payload.HeaderID, "a", payload.HeaderAt, past)
-				return [][]kafka.Message{{s}, {f.reschedule("a", 30)}, {s}}
+				return [][]payload.Message{{s}, {f.reschedule("a", 30)}, {s}}
 			},
 			live:   map[string][]int64{"a": {time.Now().Add(-time.Minute).UnixMilli()}}, // replaced below
 			failed: map[string]string{"a": "delivered or being delivered"},
@@ -473,7 +472,7 @@ func TestOpFlagTTLSaturates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := in.handle(t.Context(), []kafka.Message{msg(1, 1, payload.HeaderOp, payload.OpCancel, payload.HeaderID, "x")}, time.Now()); err != nil {
+	if err := in.handle(t.Context(), []payload.Message{msg(1, 1, payload.HeaderOp, payload.OpCancel, payload.HeaderID, "x")}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if len(ix.ttls) != 1 || ix.ttls[0] <= 0 {

@@ -17,7 +17,7 @@ import (
 
 // after is a valid input due 90 s after its record timestamp, which is now
 // (on the caller's clock).
-func after(topic string, partition int, offset int64) kafka.Message {
+func after(topic string, partition int, offset int64) payload.Message {
 	m := msg(partition, offset, payload.HeaderTopic, "biz", payload.HeaderAfter, "90s")
 	m.Topic, m.Time = topic, time.Now()
 	return m

@@ -7,7 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/delayq/delayq/payload"
 )
 
 // ReasonInternal is the delay-error of a message whose handling panicked
@@ -30,7 +30,7 @@ func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
 // naming its position. The other messages are stored as usual and the lane
 // keeps running. A panic in a goroutine a store client starts itself still
 // ends the process.
-func (in *Ingester) handleSafe(ctx context.Context, msgs []kafka.Message, now time.Time) error {
+func (in *Ingester) handleSafe(ctx context.Context, msgs []payload.Message, now time.Time) error {
 	err := in.handleRecovered(ctx, msgs, now)
 	var p *panicError
 	switch {
@@ -49,7 +49,7 @@ func (in *Ingester) handleSafe(ctx context.Context, msgs []kafka.Message, now ti
 	m := msgs[0]
 	in.log.Error("panic while handling a message, sending it to the failed topic", "topic", m.Topic,
 		"partition", m.Partition, "offset", m.Offset, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
-	if err := in.writeFailed(ctx, []kafka.Message{in.failedMessage(m, ReasonInternal)}); err != nil {
+	if err := in.writeFailed(ctx, []payload.Message{in.failedMessage(m, ReasonInternal)}); err != nil {
 		return fmt.Errorf("ingest: write a message to %s: %w", in.cfg.Failed, err)
 	}
 	in.m.failed.WithLabelValues(reasonPanic).Inc()
@@ -57,7 +57,7 @@ func (in *Ingester) handleSafe(ctx context.Context, msgs []kafka.Message, now ti
 }
 
 // handleRecovered is handle with a panic returned as a *panicError.
-func (in *Ingester) handleRecovered(ctx context.Context, msgs []kafka.Message, now time.Time) (err error) {
+func (in *Ingester) handleRecovered(ctx context.Context, msgs []payload.Message, now time.Time) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &panicError{value: v, stack: debug.Stack()}

@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/internal/retry"
+	"github.com/delayq/delayq/payload"
 )
 
 // Replicas waits until the Redis writes acknowledged so far reached the
@@ -28,7 +27,7 @@ type Replicas interface {
 // batch is handled again (every write is idempotent) on the new masters.
 // A replica down stalls the lane like any outage, retried through the
 // stage (op "wait").
-func (in *Ingester) handleReplicated(ctx context.Context, batch []kafka.Message) error {
+func (in *Ingester) handleReplicated(ctx context.Context, batch []payload.Message) error {
 	r := in.cfg.Replicas
 	if r == nil {
 		return in.handleSafe(ctx, batch, time.Now())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
@@ -43,7 +44,7 @@ type scenario struct {
 // inputExpected is what the scenario produced as message i.
 type inputExpected struct {
 	topic     string
-	msg       kafka.Message
+	msg       payload.Message
 	kind      string // "task", "derived" (no delay-id), "cancel", "malformed"
 	ref       payload.Ref
 	cancelled bool // a later (or earlier) cancel names this task
@@ -53,9 +54,9 @@ type inputExpected struct {
 // the task just before it, 1 in 10 a task without delay-id, the rest tasks
 // with delay-id; delay-at as RFC 3339 and as unix ms, and delay-after, in
 // turn; every fourth message on the slow topic.
-func (s *scenario) build(t0 time.Time, suffix string) map[string][]kafka.Message {
+func (s *scenario) build(t0 time.Time, suffix string) map[string][]payload.Message {
 	s.want = map[int]inputExpected{}
-	out := map[string][]kafka.Message{}
+	out := map[string][]payload.Message{}
 	for i := range s.n {
 		topic := s.input
 		if i%4 == 3 {
@@ -64,17 +65,17 @@ func (s *scenario) build(t0 time.Time, suffix string) map[string][]kafka.Message
 		exec := t0.Add(10*time.Minute + time.Duration(i)*time.Second).Truncate(time.Millisecond)
 		name := fmt.Sprintf("task-%s-%d", suffix, i)
 		e := inputExpected{topic: topic, kind: "task"}
-		h := []kafka.Header{{Key: payload.HeaderTopic, Value: []byte("biz-" + suffix)}, {Key: "trace", Value: []byte(strconv.Itoa(i))}}
+		h := []payload.Header{{Key: payload.HeaderTopic, Value: []byte("biz-" + suffix)}, {Key: "trace", Value: []byte(strconv.Itoa(i))}}
 		switch i % 10 {
 		case 9:
 			e.kind = "malformed"
-			h = []kafka.Header{{Key: payload.HeaderTopic, Value: []byte("biz-" + suffix)}, {Key: payload.HeaderAt, Value: []byte("tomorrow")}}
+			h = []payload.Header{{Key: payload.HeaderTopic, Value: []byte("biz-" + suffix)}, {Key: payload.HeaderAt, Value: []byte("tomorrow")}}
 		case 8:
 			e.kind = "cancel"
 			prev := s.want[i-1]
 			prev.cancelled = true
 			s.want[i-1] = prev
-			h = []kafka.Header{
+			h = []payload.Header{
 				{Key: payload.HeaderOp, Value: []byte(payload.OpCancel)},
 				{Key: payload.HeaderID, Value: []byte(fmt.Sprintf("task-%s-%d", suffix, i-1))},
 				{Key: payload.HeaderAt, Value: []byte(strconv.FormatInt(prev.ref.ExecAt, 10))},
@@ -84,21 +85,21 @@ func (s *scenario) build(t0 time.Time, suffix string) map[string][]kafka.Message
 			e.kind = "derived"
 			// Far from the others, so a Scan can find exactly these.
 			exec = t0.Add(3*time.Hour + time.Duration(i)*time.Millisecond).Truncate(time.Millisecond)
-			h = append(h, kafka.Header{Key: payload.HeaderAt, Value: []byte(exec.Format(time.RFC3339Nano))})
+			h = append(h, payload.Header{Key: payload.HeaderAt, Value: []byte(exec.Format(time.RFC3339Nano))})
 			e.ref = payload.Ref{ExecAt: exec.UnixMilli()}
 		default:
-			h = append(h, kafka.Header{Key: payload.HeaderID, Value: []byte(name)})
+			h = append(h, payload.Header{Key: payload.HeaderID, Value: []byte(name)})
 			switch i % 3 {
 			case 0:
-				h = append(h, kafka.Header{Key: payload.HeaderAt, Value: []byte(exec.Format(time.RFC3339Nano))})
+				h = append(h, payload.Header{Key: payload.HeaderAt, Value: []byte(exec.Format(time.RFC3339Nano))})
 			case 1:
-				h = append(h, kafka.Header{Key: payload.HeaderAt, Value: []byte(strconv.FormatInt(exec.UnixMilli(), 10))})
+				h = append(h, payload.Header{Key: payload.HeaderAt, Value: []byte(strconv.FormatInt(exec.UnixMilli(), 10))})
 			default:
-				h = append(h, kafka.Header{Key: payload.HeaderAfter, Value: []byte(exec.Sub(t0).String())})
+				h = append(h, payload.Header{Key: payload.HeaderAfter, Value: []byte(exec.Sub(t0).String())})
 			}
 			e.ref = payload.Ref{ID: payload.TaskID(name), ExecAt: exec.UnixMilli()}
 		}
-		e.msg = kafka.Message{
+		e.msg = payload.Message{
 			Topic:   topic,
 			Key:     []byte("key-" + strconv.Itoa(i)),
 			Value:   []byte(fmt.Sprintf("value %d of %s", i, suffix)),
@@ -127,7 +128,7 @@ func (s *scenario) run() {
 	}
 	defer producer.Close()
 	for _, topic := range []string{s.input, s.slow} {
-		produce(tb, ctx, producer, msgs[topic])
+		produce(tb, ctx, producer, record.FromMessages(msgs[topic]))
 	}
 	s.logf("produced %d messages", s.n)
 	client := &kafka.Client{Addr: kafka.TCP(s.brokers...), Timeout: 5 * time.Second}
@@ -405,13 +406,13 @@ func partitions(ctx context.Context, client *kafka.Client, topic string) ([]int,
 }
 
 // readTopic reads every message of topic, partition by partition.
-func readTopic(tb testing.TB, ctx context.Context, client *kafka.Client, brokers []string, topic string) []kafka.Message {
+func readTopic(tb testing.TB, ctx context.Context, client *kafka.Client, brokers []string, topic string) []payload.Message {
 	tb.Helper()
 	ps, err := partitions(ctx, client, topic)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var out []kafka.Message
+	var out []payload.Message
 	for _, p := range ps {
 		lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(p)}}})
 		if err != nil {
@@ -428,7 +429,7 @@ func readTopic(tb testing.TB, ctx context.Context, client *kafka.Client, brokers
 			if err != nil {
 				tb.Fatalf("read %s/%d: %v", topic, p, errors.Join(err, r.Close()))
 			}
-			out = append(out, m)
+			out = append(out, record.ToMessage(m))
 			if m.Offset >= end-1 {
 				break
 			}

@@ -21,6 +21,7 @@ type Marks interface {
 type progress struct {
 	next      atomic.Int64 // next offset to store: the committed one; negative while unknown
 	idleSince atomic.Int64 // unix ms since when the lane waits for a message; 0 while busy
+	hwm       atomic.Int64 // the high watermark the last fetched message came with (its lag's end)
 }
 
 // idle notes that the lane starts waiting for a message.

@@ -17,6 +17,10 @@
 //     messages of a refused login or a failed TLS handshake;
 //   - committed: the read-committed partition reader of ingest (kafka-go's
 //     Reader delivers aborted records and transaction markers).
+//   - record: payload.Message and payload.Header, delayq's own message
+//     type, from and to kafka-go's, where a stage meets a reader or a
+//     writer; the task model and the rules (payload, taskstate, zset)
+//     import no Kafka client (docs' TestDomainFreeOfKafkaGo).
 //
 // See docs/ARCHITECTURE.md for where each topic sits in the flow.
 package kafka

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
-
-	kafka "github.com/segmentio/kafka-go"
 )
 
 // The hot paths of delivery and ingest besides the rowkey and Decode (see
@@ -17,7 +15,7 @@ func BenchmarkDeliverable(b *testing.B) {
 		for _, headers := range []int{0, 4} {
 			t := Task{ID: 1, Name: "order-42", Topic: "orders", ExecAt: 1772366700123, Key: []byte("k"), Value: make([]byte, size)}
 			for i := range headers {
-				t.Headers = append(t.Headers, kafka.Header{Key: "h" + strconv.Itoa(i), Value: []byte("value")})
+				t.Headers = append(t.Headers, Header{Key: "h" + strconv.Itoa(i), Value: []byte("value")})
 			}
 			b.Run(fmt.Sprintf("value=%dB/headers=%d", size, headers), func(b *testing.B) {
 				b.ReportAllocs()
@@ -31,9 +29,9 @@ func BenchmarkDeliverable(b *testing.B) {
 
 func BenchmarkHeaders(b *testing.B) {
 	for _, n := range []int{1, 8, 32} {
-		hs := make([]kafka.Header, n)
+		hs := make([]Header, n)
 		for i := range hs {
-			hs[i] = kafka.Header{Key: "header-" + strconv.Itoa(i), Value: []byte("some header value")}
+			hs[i] = Header{Key: "header-" + strconv.Itoa(i), Value: []byte("some header value")}
 		}
 		enc := EncodeHeaders(hs)
 		b.Run(fmt.Sprintf("encode/n=%d", n), func(b *testing.B) {

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/topics"
 )
 
@@ -90,7 +88,7 @@ func violation(format string, args ...any) error {
 // producer's unset field, a smaller number unix seconds, not milliseconds,
 // and the reason says so) and not more than MaxDelay after now;
 // delay-after counts from the record timestamp (m.Time), so a record without one (zero, or at or before the epoch: a
-// producer that set none; kafka-go sends 0 for a zero Message.Time) is
+// producer that set none; kafka-go sends 0 for a zero kafka.Message.Time) is
 // refused rather than timed by this process's clock, which would make a
 // re-read a second task; delay-id is optional, 1..128 bytes; delay-op is
 // absent, "cancel", "reschedule" or "replace"; a cancel needs delay-id and takes
@@ -120,7 +118,7 @@ func violation(format string, args ...any) error {
 // (checked once per spec and zone), and so is a delay-every under
 // MinEndlessEvery without delay-count or delay-until. The occurrence
 // numbered math.MaxInt64 is the last of its series.
-func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
+func Decode(m Message, now time.Time, cfg DecodeConfig) (Task, error) {
 	cfg.setDefaults()
 	hs, err := splitHeaders(m, cfg.MaxPayload)
 	if err != nil {
@@ -172,15 +170,15 @@ func Decode(m kafka.Message, now time.Time, cfg DecodeConfig) (Task, error) {
 
 // inputHeaders are the headers of an input message sorted by role.
 type inputHeaders struct {
-	ctl  [numControl]*kafka.Header // control headers, by ctl* index
-	rec  [numRecur]*kafka.Header   // recurrence headers, by recurIndex
-	pass []kafka.Header            // the rest, delivered with the task
+	ctl  [numControl]*Header // control headers, by ctl* index
+	rec  [numRecur]*Header   // recurrence headers, by recurIndex
+	pass []Header            // the rest, delivered with the task
 }
 
 // splitHeaders sorts the headers of m, drops provenance headers, and
 // enforces MaxHeaders, each control and recurrence header at most once and
 // the maxPayload bound.
-func splitHeaders(m kafka.Message, maxPayload int) (inputHeaders, error) {
+func splitHeaders(m Message, maxPayload int) (inputHeaders, error) {
 	var hs inputHeaders
 	if n := len(m.Headers); n > MaxHeaders {
 		return hs, violation("headers: %d headers, over the limit of %d", n, MaxHeaders)
@@ -189,7 +187,7 @@ func splitHeaders(m kafka.Message, maxPayload int) (inputHeaders, error) {
 	for i := range m.Headers {
 		h := &m.Headers[i]
 		size += len(h.Key) + len(h.Value) + HeaderOverhead
-		var slot **kafka.Header
+		var slot **Header
 		switch r, c := recurIndex(h.Key), controlIndex(h.Key); {
 		case Provenance(h.Key):
 			continue // only delayq writes these (see Provenance)
@@ -219,13 +217,13 @@ func splitHeaders(m kafka.Message, maxPayload int) (inputHeaders, error) {
 // key + value + headers (HeaderOverhead bytes each beside key and value)
 // at most DefaultMaxPayload bytes, delayd's bound. Errors wrap ErrContract
 // and read as delay-failed's reason would.
-func CheckLimits(m kafka.Message) error {
+func CheckLimits(m Message) error {
 	_, err := splitHeaders(m, DefaultMaxPayload)
 	return err
 }
 
 // decodeOp returns the Task that delay-op (h, nil when absent) makes.
-func decodeOp(h *kafka.Header) (Task, error) {
+func decodeOp(h *Header) (Task, error) {
 	var t Task
 	if h == nil {
 		return t, nil
@@ -249,7 +247,7 @@ func carriesTask(t Task) bool {
 }
 
 // decodeTopic sets t.Topic from delay-topic (h), required unless t is an op.
-func decodeTopic(t *Task, h *kafka.Header, allow func(string) bool) error {
+func decodeTopic(t *Task, h *Header, allow func(string) bool) error {
 	if h == nil {
 		if carriesTask(*t) {
 			return violation("%s: missing", HeaderTopic)
@@ -267,7 +265,7 @@ func decodeTopic(t *Task, h *kafka.Header, allow func(string) bool) error {
 // decodeDue sets t.ExecAt from delay-at or delay-after (at, after; nil
 // when absent), and turns a cancel without a time into a cancel by id.
 // recorded is the record timestamp delay-after counts from.
-func decodeDue(t *Task, at, after *kafka.Header, recorded, now time.Time, maxDelay time.Duration) error {
+func decodeDue(t *Task, at, after *Header, recorded, now time.Time, maxDelay time.Duration) error {
 	switch {
 	case at != nil && after != nil:
 		return violation("%s and %s: give exactly one, not both", HeaderAt, HeaderAfter)
@@ -306,7 +304,7 @@ func decodeDue(t *Task, at, after *kafka.Header, recorded, now time.Time, maxDel
 
 // dueAfter returns the due time delay-after (h) names: the record
 // timestamp plus its delay.
-func dueAfter(h *kafka.Header, recorded time.Time, maxDelay time.Duration) (int64, error) {
+func dueAfter(h *Header, recorded time.Time, maxDelay time.Duration) (int64, error) {
 	d, err := parseAfter(h.Value)
 	if err != nil {
 		return 0, err
@@ -326,7 +324,7 @@ func dueAfter(h *kafka.Header, recorded time.Time, maxDelay time.Duration) (int6
 
 // decodeName sets t.Name and t.ID from delay-id (h), required for an op,
 // else derived from where m was read.
-func decodeName(t *Task, h *kafka.Header, m kafka.Message) error {
+func decodeName(t *Task, h *Header, m Message) error {
 	switch {
 	case h != nil && len(h.Value) == 0:
 		return violation("%s: empty", HeaderID)

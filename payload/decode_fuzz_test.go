@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 )
@@ -23,7 +21,7 @@ import (
 func FuzzDecode(f *testing.F) {
 	cfg := payload.DecodeConfig{AllowTopic: func(s string) bool { return s != "forbidden" }}
 	f.Fuzz(func(t *testing.T, headers string, key, value []byte, recordMs int64, small bool) {
-		m := kafka.Message{Topic: "delay-input", Partition: 1, Offset: 7, Key: key, Value: value}
+		m := payload.Message{Topic: "delay-input", Partition: 1, Offset: 7, Key: key, Value: value}
 		if recordMs != 0 {
 			m.Time = time.UnixMilli(recordMs)
 		}
@@ -33,7 +31,7 @@ func FuzzDecode(f *testing.F) {
 				continue
 			}
 			k, v, ok := strings.Cut(line, "=")
-			h := kafka.Header{Key: k}
+			h := payload.Header{Key: k}
 			if ok {
 				h.Value = []byte(v)
 			}
@@ -72,7 +70,7 @@ func FuzzDecode(f *testing.F) {
 		case (got.Cancel || got.Control == payload.ControlCancelID || got.Control == payload.ControlReschedule) &&
 			(got.Key != nil || got.Value != nil || got.Headers != nil):
 			t.Fatal("cancel or reschedule carries a payload")
-		case got.Control == payload.ControlReplace && slices.ContainsFunc(got.Headers, func(h kafka.Header) bool {
+		case got.Control == payload.ControlReplace && slices.ContainsFunc(got.Headers, func(h payload.Header) bool {
 			return h.Key == payload.HeaderEvery || h.Key == payload.HeaderCron || h.Key == payload.HeaderOccurrence
 		}):
 			t.Fatal("replace starts a series")

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 )
@@ -19,16 +17,16 @@ var (
 	msgTime = now.Add(-10 * time.Second)
 )
 
-func hdr(kv ...string) []kafka.Header {
-	hs := make([]kafka.Header, 0, len(kv)/2)
+func hdr(kv ...string) []payload.Header {
+	hs := make([]payload.Header, 0, len(kv)/2)
 	for i := 0; i < len(kv); i += 2 {
-		hs = append(hs, kafka.Header{Key: kv[i], Value: []byte(kv[i+1])})
+		hs = append(hs, payload.Header{Key: kv[i], Value: []byte(kv[i+1])})
 	}
 	return hs
 }
 
-func input(kv ...string) kafka.Message {
-	return kafka.Message{
+func input(kv ...string) payload.Message {
+	return payload.Message{
 		Topic: "delay-input", Partition: 3, Offset: 1234, Time: msgTime,
 		Key: []byte("k"), Value: []byte("v"), Headers: hdr(kv...),
 	}
@@ -54,7 +52,7 @@ func TestDecode(t *testing.T) {
 	at := now.Add(5 * time.Minute)
 	tests := []struct {
 		name    string
-		msg     kafka.Message
+		msg     payload.Message
 		cfg     payload.DecodeConfig
 		want    payload.Task
 		wantErr string // substring of the reason; "" = success
@@ -165,27 +163,27 @@ func TestDecode(t *testing.T) {
 		{name: "after negative seconds", msg: input("delay-topic", "orders", "delay-after", "-5"), wantErr: `delay-after: "-5" is negative`},
 		{name: "after seconds overflow", msg: input("delay-topic", "orders", "delay-after", "99999999999999999999"), wantErr: "is out of range"},
 		{name: "after past max delay", msg: input("delay-topic", "orders", "delay-after", "721h"), wantErr: "delay-after: 721h0m0s is over the maximum delay 720h0m0s"},
-		{name: "after without a record timestamp", msg: func() kafka.Message {
+		{name: "after without a record timestamp", msg: func() payload.Message {
 			m := input("delay-topic", "orders", "delay-after", "10s")
 			m.Time = time.Time{} // what kafka-go reads for timestamp 0 or -1
 			return m
 		}(), wantErr: "delay-after needs a record timestamp (producer sent none); set one or use delay-at"},
-		{name: "after with a record timestamp at the epoch", msg: func() kafka.Message {
+		{name: "after with a record timestamp at the epoch", msg: func() payload.Message {
 			m := input("delay-topic", "orders", "delay-after", "10s")
 			m.Time = time.UnixMilli(0)
 			return m
 		}(), wantErr: "delay-after needs a record timestamp"},
-		{name: "after with a record timestamp before the epoch", msg: func() kafka.Message {
+		{name: "after with a record timestamp before the epoch", msg: func() payload.Message {
 			m := input("delay-topic", "orders", "delay-after", "0")
 			m.Time = time.UnixMilli(-1)
 			return m
 		}(), wantErr: "delay-after needs a record timestamp"},
-		{name: "after from a record timestamp at the end of time", msg: func() kafka.Message {
+		{name: "after from a record timestamp at the end of time", msg: func() payload.Message {
 			m := input("delay-topic", "orders", "delay-after", "720h")
 			m.Time = time.UnixMilli(1<<63 - 1)
 			return m
 		}(), wantErr: `delay-after: "720h" after the record timestamp is out of range`},
-		{name: "after past max delay from a future message time", msg: func() kafka.Message {
+		{name: "after past max delay from a future message time", msg: func() payload.Message {
 			m := input("delay-topic", "orders", "delay-after", "720h")
 			m.Time = now.Add(time.Minute)
 			return m
@@ -219,7 +217,7 @@ func TestDecode(t *testing.T) {
 			msg:     withEmptyHeaders(input("delay-topic", "orders", "delay-at", "1772366700000"), 200),
 			wantErr: "over the 4096-byte limit"},
 		{name: "256 headers", msg: withEmptyHeaders(input("delay-topic", "orders", "delay-at", "1772366700000"), 254),
-			want: want(derived, at, func(t *payload.Task) { t.Headers = withEmptyHeaders(kafka.Message{}, 254).Headers })},
+			want: want(derived, at, func(t *payload.Task) { t.Headers = withEmptyHeaders(payload.Message{}, 254).Headers })},
 		{name: "257 headers", msg: withEmptyHeaders(input("delay-topic", "orders", "delay-at", "1772366700000"), 255),
 			wantErr: "headers: 257 headers, over the limit of 256"},
 		{name: "200,000 empty headers", msg: withEmptyHeaders(input("delay-topic", "orders", "delay-at", "1772366700000"), 200_000),
@@ -247,7 +245,7 @@ func TestDecode(t *testing.T) {
 				"delay-replay-source", "delay-input/9/99", "delay-source-topic", "delay-input-slow", "delay-source-partition", "9",
 				"delay-source-offset", "99", "delay-source-host", "x", "b", "2"),
 			want: want(derived, at, func(t *payload.Task) { t.Headers = hdr("a", "1", "b", "2") })},
-		{name: "payload over the default limit", msg: func() kafka.Message {
+		{name: "payload over the default limit", msg: func() payload.Message {
 			m := input("delay-topic", "orders", "delay-at", "1772366700000")
 			m.Value = make([]byte, 1<<20)
 			return m
@@ -280,8 +278,8 @@ func TestDecode(t *testing.T) {
 
 // withEmptyHeaders returns m with n more headers, each with an empty key
 // and value.
-func withEmptyHeaders(m kafka.Message, n int) kafka.Message {
-	m.Headers = append(m.Headers, make([]kafka.Header, n)...)
+func withEmptyHeaders(m payload.Message, n int) payload.Message {
+	m.Headers = append(m.Headers, make([]payload.Header, n)...)
 	return m
 }
 

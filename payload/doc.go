@@ -5,6 +5,11 @@
 // payload/hbase, so that importing the task model (the Go client does) costs
 // no HBase, ZooKeeper or Prometheus dependency.
 //
+// Messages are delayq's own (Message, Header): Decode reads one, Deliverable
+// makes one, and Task.Headers are Headers. payload imports no Kafka client;
+// package kafka/record converts from and to kafka-go's where a stage meets
+// a reader or a writer (docs' TestDomainFreeOfKafkaGo keeps it so).
+//
 // See docs/ARCHITECTURE.md for where payloads sit in the flow.
 //
 // # Task identity

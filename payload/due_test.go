@@ -6,15 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/duetest"
 )
 
 // dueMessage is the input message of a duetest case: a task for orders,
 // recorded at now, with the case's field as its header.
-func dueMessage(c duetest.Case, now time.Time) kafka.Message {
+func dueMessage(c duetest.Case, now time.Time) payload.Message {
 	kv := []string{payload.HeaderTopic, "orders"}
 	switch c.Field {
 	case duetest.FieldAt:
@@ -28,7 +26,7 @@ func dueMessage(c duetest.Case, now time.Time) kafka.Message {
 	case duetest.FieldExpireAfter:
 		kv = append(kv, payload.HeaderAfter, "1m", payload.HeaderExpireAfter, c.Value)
 	}
-	return kafka.Message{Topic: "delay-input", Time: now, Value: []byte("v"), Headers: hdr(kv...)}
+	return payload.Message{Topic: "delay-input", Time: now, Value: []byte("v"), Headers: hdr(kv...)}
 }
 
 // TestDueTable: the wire decoder's verdicts on the table every front

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	kafka "github.com/segmentio/kafka-go"
 )
 
 // EnvelopeV1 is the first byte of a version-1 envelope.
@@ -73,14 +71,14 @@ func DecodeEnvelope(b []byte, t *Task) error {
 	name := d.string()
 	key := d.nullable()
 	count := d.uvarint()
-	var hs []kafka.Header
+	var hs []Header
 	if d.err == nil && count > 0 {
 		if count > uint64(len(d.b))/2 { // every header takes >= 2 bytes
 			return fmt.Errorf("%w: %d headers in %d bytes", ErrEnvelope, count, len(d.b))
 		}
-		hs = make([]kafka.Header, count)
+		hs = make([]Header, count)
 		for i := range hs {
-			hs[i] = kafka.Header{Key: d.string(), Value: d.nullable()}
+			hs[i] = Header{Key: d.string(), Value: d.nullable()}
 		}
 	}
 	value := d.nullable()

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"testing"
 
-	kafka "github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/payload"
 )
 
@@ -20,7 +18,7 @@ func envelopeTasks() []payload.Task {
 		{Topic: "orders", Name: "42"},
 		{Topic: "", Name: "", Key: []byte{}, Value: []byte{}},
 		{Topic: "t", Name: "delay-input/3/1234", Key: []byte("k"), Value: bytes.Repeat([]byte("v"), 300)},
-		{Topic: "t", Name: "n", Key: all, Value: all, Headers: []kafka.Header{
+		{Topic: "t", Name: "n", Key: all, Value: all, Headers: []payload.Header{
 			{Key: "a", Value: []byte("1")},
 			{Key: "", Value: nil},
 			{Key: "empty", Value: []byte{}},
@@ -62,7 +60,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 
 func TestEnvelopeNilAndEmpty(t *testing.T) {
 	var got payload.Task
-	if err := payload.DecodeEnvelope(payload.EncodeEnvelope(&payload.Task{Headers: []kafka.Header{}}), &got); err != nil {
+	if err := payload.DecodeEnvelope(payload.EncodeEnvelope(&payload.Task{Headers: []payload.Header{}}), &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Key != nil || got.Value != nil || got.Headers != nil {
@@ -132,7 +130,7 @@ func benchTask() payload.Task {
 		Topic:   "orders",
 		Name:    "1234567890123456789",
 		Key:     []byte("customer-42"),
-		Headers: []kafka.Header{{Key: "trace", Value: []byte("0af7651916cd43dd")}},
+		Headers: []payload.Header{{Key: "trace", Value: []byte("0af7651916cd43dd")}},
 		Value:   bytes.Repeat([]byte("x"), 40),
 	}
 }

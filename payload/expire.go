@@ -2,8 +2,6 @@ package payload
 
 import (
 	"time"
-
-	"github.com/segmentio/kafka-go"
 )
 
 // HeaderExpireAfter is how late a task may still be delivered: a Go
@@ -15,7 +13,7 @@ const HeaderExpireAfter = "delay-expire-after"
 
 // ExpireAfter returns the task's delay-expire-after; ok is false when it
 // has none. Decode refuses a task whose value does not parse, given once.
-func ExpireAfter(hs []kafka.Header) (d time.Duration, ok bool, err error) {
+func ExpireAfter(hs []Header) (d time.Duration, ok bool, err error) {
 	for _, h := range hs {
 		if h.Key != HeaderExpireAfter {
 			continue

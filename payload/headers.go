@@ -3,15 +3,13 @@ package payload
 import (
 	"encoding/binary"
 	"errors"
-
-	kafka "github.com/segmentio/kafka-go"
 )
 
 var errHeaders = errors.New("truncated or malformed header block")
 
 // EncodeHeaders writes the d:h column: uvarint(count), then per header
 // uvarint(len(key)) key uvarint(len(value)+1) value, 0 for a nil value.
-func EncodeHeaders(hs []kafka.Header) []byte {
+func EncodeHeaders(hs []Header) []byte {
 	n := binary.MaxVarintLen64
 	for _, h := range hs {
 		n += 2*binary.MaxVarintLen64 + len(h.Key) + len(h.Value)
@@ -32,13 +30,13 @@ func EncodeHeaders(hs []kafka.Header) []byte {
 }
 
 // DecodeHeaders reads the d:h column; values are copies.
-func DecodeHeaders(b []byte) ([]kafka.Header, error) {
+func DecodeHeaders(b []byte) ([]Header, error) {
 	count, n := binary.Uvarint(b)
 	if n <= 0 || count > uint64(len(b)) { // every header takes >= 2 bytes
 		return nil, errHeaders
 	}
 	b = b[n:]
-	hs := make([]kafka.Header, 0, count)
+	hs := make([]Header, 0, count)
 	for range count {
 		kl, n := binary.Uvarint(b)
 		if n <= 0 || kl > uint64(len(b)-n) {
@@ -56,7 +54,7 @@ func DecodeHeaders(b []byte) ([]kafka.Header, error) {
 			val = append([]byte{}, b[:vl-1]...)
 			b = b[vl-1:]
 		}
-		hs = append(hs, kafka.Header{Key: key, Value: val})
+		hs = append(hs, Header{Key: key, Value: val})
 	}
 	if len(b) != 0 {
 		return nil, errHeaders

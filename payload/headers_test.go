@@ -4,20 +4,18 @@ import (
 	"bytes"
 	"reflect"
 	"testing"
-
-	kafka "github.com/segmentio/kafka-go"
 )
 
 func TestHeadersRoundTrip(t *testing.T) {
 	tests := []struct {
 		name string
-		hs   []kafka.Header
+		hs   []Header
 	}{
-		{"nil value", []kafka.Header{{Key: "a", Value: nil}}},
-		{"empty value", []kafka.Header{{Key: "a", Value: []byte{}}}},
-		{"empty key", []kafka.Header{{Key: "", Value: []byte("v")}}},
-		{"repeated keys keep order", []kafka.Header{{Key: "a", Value: []byte("1")}, {Key: "b"}, {Key: "a", Value: []byte("2")}}},
-		{"binary", []kafka.Header{{Key: "\x00\xff", Value: bytes.Repeat([]byte{0, 0xff}, 300)}}},
+		{"nil value", []Header{{Key: "a", Value: nil}}},
+		{"empty value", []Header{{Key: "a", Value: []byte{}}}},
+		{"empty key", []Header{{Key: "", Value: []byte("v")}}},
+		{"repeated keys keep order", []Header{{Key: "a", Value: []byte("1")}, {Key: "b"}, {Key: "a", Value: []byte("2")}}},
+		{"binary", []Header{{Key: "\x00\xff", Value: bytes.Repeat([]byte{0, 0xff}, 300)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -30,7 +28,7 @@ func TestHeadersRoundTrip(t *testing.T) {
 }
 
 func TestDecodeHeadersRejectsGarbage(t *testing.T) {
-	good := EncodeHeaders([]kafka.Header{{Key: "key", Value: []byte("value")}})
+	good := EncodeHeaders([]Header{{Key: "key", Value: []byte("value")}})
 	for name, b := range map[string][]byte{
 		"empty":       {},
 		"truncated":   good[:len(good)-1],
@@ -48,7 +46,7 @@ func TestDecodeHeadersRejectsGarbage(t *testing.T) {
 }
 
 func FuzzHeaders(f *testing.F) {
-	f.Add(EncodeHeaders([]kafka.Header{{Key: "a", Value: []byte("b")}, {Key: "c"}}))
+	f.Add(EncodeHeaders([]Header{{Key: "a", Value: []byte("b")}, {Key: "c"}}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		hs, err := DecodeHeaders(b)

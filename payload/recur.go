@@ -10,7 +10,6 @@ import (
 	"time"
 
 	cron "github.com/netresearch/go-cron"
-	"github.com/segmentio/kafka-go"
 )
 
 // Headers of a recurring task (input, stored, output). Unlike the control
@@ -185,7 +184,7 @@ func NextOccurrence(t Task, maxGap time.Duration) (next Task, ok bool, err error
 }
 
 // withOccurrence sets delay-occurrence in hs to occ.
-func withOccurrence(hs []kafka.Header, occ int64) []kafka.Header {
+func withOccurrence(hs []Header, occ int64) []Header {
 	v := []byte(strconv.FormatInt(occ, 10))
 	for i := range hs {
 		if hs[i].Key == HeaderOccurrence {
@@ -193,7 +192,7 @@ func withOccurrence(hs []kafka.Header, occ int64) []kafka.Header {
 			return hs
 		}
 	}
-	return append(hs, kafka.Header{Key: HeaderOccurrence, Value: v})
+	return append(hs, Header{Key: HeaderOccurrence, Value: v})
 }
 
 // recurIndex tells whether key is a recurrence header Decode reads, and
@@ -229,7 +228,7 @@ const (
 // decodeRecurrence checks the recurrence headers of an input task due at
 // execAt (none, or a complete series) and returns them as stored: in a
 // fixed order, delay-occurrence set (1 unless given).
-func decodeRecurrence(rec [numRecur]*kafka.Header, execAt int64, maxDelay time.Duration) ([]kafka.Header, error) {
+func decodeRecurrence(rec [numRecur]*Header, execAt int64, maxDelay time.Duration) ([]Header, error) {
 	val := func(i int) []byte {
 		if rec[i] == nil {
 			return nil
@@ -284,13 +283,13 @@ func decodeRecurrence(rec [numRecur]*kafka.Header, execAt int64, maxDelay time.D
 		return nil, violation("%s: %s falls %v after %s, over the maximum delay %v", HeaderCron,
 			FormatTime(r.gapFrom+r.gap), time.Duration(r.gap)*time.Millisecond, FormatTime(r.gapFrom), maxDelay)
 	}
-	var hs []kafka.Header
+	var hs []Header
 	for i := range recOccurrence {
 		if h := rec[i]; h != nil {
-			hs = append(hs, kafka.Header{Key: h.Key, Value: slices.Clone(val(i))})
+			hs = append(hs, Header{Key: h.Key, Value: slices.Clone(val(i))})
 		}
 	}
-	return append(hs, kafka.Header{Key: HeaderOccurrence, Value: []byte(strconv.FormatInt(occ, 10))}), nil
+	return append(hs, Header{Key: HeaderOccurrence, Value: []byte(strconv.FormatInt(occ, 10))}), nil
 }
 
 // parseRecurrence reads the recurrence headers of a task due at execAt;
@@ -477,8 +476,8 @@ func parseTime(name string, v []byte) (int64, error) {
 // send (the Go client); maxDelay 0 bounds no gap. It returns nil when hs
 // holds no recurrence header. Errors wrap ErrContract and read as
 // delay-failed's reason would.
-func CheckRecurrence(hs []kafka.Header, first int64, maxDelay time.Duration) error {
-	var rec [numRecur]*kafka.Header
+func CheckRecurrence(hs []Header, first int64, maxDelay time.Duration) error {
+	var rec [numRecur]*Header
 	for i := range hs {
 		r := recurIndex(hs[i].Key)
 		if r < 0 {

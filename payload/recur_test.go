@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/payload"
 )
 
@@ -178,7 +176,7 @@ func TestNextOccurrenceHeaders(t *testing.T) {
 	}
 	next, _, _ := payload.NextOccurrence(task, 0)
 	wantKeys := []string{"x-trace", "delay-every", "delay-count", "delay-occurrence"}
-	for i, hs := range [][]kafka.Header{task.Headers, next.Headers} {
+	for i, hs := range [][]payload.Header{task.Headers, next.Headers} {
 		var keys []string
 		for _, h := range hs {
 			keys = append(keys, h.Key)

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/delayq/delayq/payload"
-	kafka "github.com/segmentio/kafka-go"
 )
 
 // specRowKey builds a rowkey straight from the package doc, with the
@@ -184,11 +183,11 @@ func TestDeliverable(t *testing.T) {
 	tk := payload.Task{
 		ID: 7, Name: "order-42", Topic: "orders", ExecAt: 1772366700123,
 		Key: []byte("k"), Value: []byte("v"),
-		Headers: make([]kafka.Header, 1, 10), // spare capacity must not be shared
+		Headers: make([]payload.Header, 1, 10), // spare capacity must not be shared
 	}
-	tk.Headers[0] = kafka.Header{Key: "trace", Value: []byte("abc")}
+	tk.Headers[0] = payload.Header{Key: "trace", Value: []byte("abc")}
 	got := payload.Deliverable(tk)
-	want := kafka.Message{Topic: "orders", Key: []byte("k"), Value: []byte("v"), Headers: []kafka.Header{
+	want := payload.Message{Topic: "orders", Key: []byte("k"), Value: []byte("v"), Headers: []payload.Header{
 		{Key: "trace", Value: []byte("abc")},
 		{Key: "delay-id", Value: []byte("order-42")},
 		{Key: "delay-at", Value: []byte("2026-03-01T12:05:00.123Z")},

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
-	kafka "github.com/segmentio/kafka-go"
 )
 
 // Wire header names of the delay contract.
@@ -48,14 +46,14 @@ const (
 
 // Task is one delayed message.
 type Task struct {
-	ID      uint64         // internal 63-bit id, TaskID(Name)
-	Name    string         // delay-id string as given, or derived; never "" after Decode
-	Topic   string         // business topic
-	ExecAt  int64          // due time, unix milliseconds
-	Key     []byte         // business key, byte for byte (nil stays nil)
-	Value   []byte         // business value, byte for byte (nil stays nil)
-	Headers []kafka.Header // pass-through headers, delay-* control headers removed
-	Cancel  bool           // a cancel (delay-op: cancel): only the marker is stored
+	ID      uint64   // internal 63-bit id, TaskID(Name)
+	Name    string   // delay-id string as given, or derived; never "" after Decode
+	Topic   string   // business topic
+	ExecAt  int64    // due time, unix milliseconds
+	Key     []byte   // business key, byte for byte (nil stays nil)
+	Value   []byte   // business value, byte for byte (nil stays nil)
+	Headers []Header // pass-through headers, delay-* control headers removed
+	Cancel  bool     // a cancel (delay-op: cancel): only the marker is stored
 	// PastDue: its delay-at was already past when it was submitted (before
 	// the record timestamp). Stored with the task, so that delivery counts
 	// it apart from the lateness delayq causes.
@@ -150,14 +148,14 @@ func FormatTime(ms int64) string {
 // Deliverable is the output message of a due task: its topic, key, value and
 // pass-through headers, plus delay-id (the task name) and delay-at (RFC 3339
 // ms), so consumers can de-duplicate. The headers are a fresh slice.
-func Deliverable(t Task) kafka.Message {
-	h := make([]kafka.Header, 0, len(t.Headers)+2)
+func Deliverable(t Task) Message {
+	h := make([]Header, 0, len(t.Headers)+2)
 	h = append(h, t.Headers...)
 	h = append(h,
-		kafka.Header{Key: HeaderID, Value: []byte(t.Name)},
-		kafka.Header{Key: HeaderAt, Value: []byte(FormatTime(t.ExecAt))},
+		Header{Key: HeaderID, Value: []byte(t.Name)},
+		Header{Key: HeaderAt, Value: []byte(FormatTime(t.ExecAt))},
 	)
-	return kafka.Message{Topic: t.Topic, Key: t.Key, Value: t.Value, Headers: h}
+	return Message{Topic: t.Topic, Key: t.Key, Value: t.Value, Headers: h}
 }
 
 // IsCheck reports whether t is a check row (taskstate.CheckID): the
@@ -166,7 +164,7 @@ func Deliverable(t Task) kafka.Message {
 // no decoded input has. The scanner sends it to the failed topic as it is
 // when it comes due unmarked.
 func IsCheck(t Task) bool {
-	return t.Topic == "" && slices.ContainsFunc(t.Headers, func(h kafka.Header) bool { return h.Key == HeaderError })
+	return t.Topic == "" && slices.ContainsFunc(t.Headers, func(h Header) bool { return h.Key == HeaderError })
 }
 
 // clone returns a deep copy of t, keeping nil slices nil.
@@ -175,9 +173,9 @@ func (t Task) clone() Task {
 	c.Key = cloneBytes(t.Key)
 	c.Value = cloneBytes(t.Value)
 	if t.Headers != nil {
-		c.Headers = make([]kafka.Header, len(t.Headers))
+		c.Headers = make([]Header, len(t.Headers))
 		for i, h := range t.Headers {
-			c.Headers[i] = kafka.Header{Key: h.Key, Value: cloneBytes(h.Value)}
+			c.Headers[i] = Header{Key: h.Key, Value: cloneBytes(h.Value)}
 		}
 	}
 	return c

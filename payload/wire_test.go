@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	kafka "github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/payload"
 )
 
@@ -78,15 +76,15 @@ func loadWireVectors(t *testing.T) (wireVectors, payload.DecodeConfig) {
 	return v, payload.DecodeConfig{MaxDelay: max}
 }
 
-func wireHeaders(hs [][2]string) []kafka.Header {
-	var out []kafka.Header
+func wireHeaders(hs [][2]string) []payload.Header {
+	var out []payload.Header
 	for _, h := range hs {
-		out = append(out, kafka.Header{Key: h[0], Value: []byte(h[1])})
+		out = append(out, payload.Header{Key: h[0], Value: []byte(h[1])})
 	}
 	return out
 }
 
-func headerPairs(hs []kafka.Header) [][2]string {
+func headerPairs(hs []payload.Header) [][2]string {
 	out := [][2]string{}
 	for _, h := range hs {
 		out = append(out, [2]string{h.Key, string(h.Value)})
@@ -131,7 +129,7 @@ func TestWireClientVectors(t *testing.T) {
 			continue // a refusal of the client: no message
 		}
 		t.Run(tc.Name, func(t *testing.T) {
-			m := kafka.Message{Topic: tc.Want.Topic, Key: wireBytes(tc.Want.Key), Value: wireBytes(tc.Task.Value),
+			m := payload.Message{Topic: tc.Want.Topic, Key: wireBytes(tc.Want.Key), Value: wireBytes(tc.Task.Value),
 				Headers: wireHeaders(tc.Want.Headers), Time: now}
 			got, err := payload.Decode(m, now, cfg)
 			if err != nil {
@@ -207,7 +205,7 @@ func TestWireDecodeVectors(t *testing.T) {
 			if tc.OK == (tc.Error != "") {
 				t.Fatal("a case has exactly one of ok and error")
 			}
-			m := kafka.Message{Topic: "delay-input", Key: wireBytes(tc.Key), Value: wireBytes(tc.Value), Headers: wireHeaders(tc.Headers)}
+			m := payload.Message{Topic: "delay-input", Key: wireBytes(tc.Key), Value: wireBytes(tc.Value), Headers: wireHeaders(tc.Headers)}
 			if tc.RecordMS != 0 {
 				m.Time = time.UnixMilli(tc.RecordMS)
 			}
@@ -242,16 +240,16 @@ func TestWireDecodeVectors(t *testing.T) {
 }
 
 func TestCheckLimits(t *testing.T) {
-	at := kafka.Header{Key: payload.HeaderAt, Value: []byte("1893456000000")}
+	at := payload.Header{Key: payload.HeaderAt, Value: []byte("1893456000000")}
 	for _, tc := range []struct {
 		name string
-		m    kafka.Message
+		m    payload.Message
 		want string // "" accepted, else a substring of the reason
 	}{
-		{"small", kafka.Message{Value: []byte("v"), Headers: []kafka.Header{at}}, ""},
-		{"delay-at twice", kafka.Message{Headers: []kafka.Header{at, at}}, "delay-at: header given more than once"},
-		{"257 headers", kafka.Message{Headers: make([]kafka.Header, payload.MaxHeaders+1)}, "over the limit of 256"},
-		{"1 MiB value and a header", kafka.Message{Value: make([]byte, payload.DefaultMaxPayload), Headers: []kafka.Header{at}}, "over the 1048576-byte limit"},
+		{"small", payload.Message{Value: []byte("v"), Headers: []payload.Header{at}}, ""},
+		{"delay-at twice", payload.Message{Headers: []payload.Header{at, at}}, "delay-at: header given more than once"},
+		{"257 headers", payload.Message{Headers: make([]payload.Header, payload.MaxHeaders+1)}, "over the limit of 256"},
+		{"1 MiB value and a header", payload.Message{Value: make([]byte, payload.DefaultMaxPayload), Headers: []payload.Header{at}}, "over the 1048576-byte limit"},
 	} {
 		err := payload.CheckLimits(tc.m)
 		if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, payload.ErrContract) || !strings.Contains(err.Error(), tc.want)) {

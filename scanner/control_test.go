@@ -8,7 +8,6 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/kafka/scantask"
 	"github.com/delayq/delayq/payload"
@@ -194,9 +193,9 @@ func TestExpiredGoesToFailed(t *testing.T) {
 	e := newEnv(t, Config{Controls: c})
 	at := time.Now().Add(-10 * time.Second).UnixMilli()
 	late := task("late", "orders", at)
-	late.Headers = append(late.Headers, kafka.Header{Key: payload.HeaderExpireAfter, Value: []byte("5s")})
+	late.Headers = append(late.Headers, payload.Header{Key: payload.HeaderExpireAfter, Value: []byte("5s")})
 	fresh := task("fresh", "orders", at)
-	fresh.Headers = append(fresh.Headers, kafka.Header{Key: payload.HeaderExpireAfter, Value: []byte("1m")})
+	fresh.Headers = append(fresh.Headers, payload.Header{Key: payload.HeaderExpireAfter, Value: []byte("1m")})
 	byTopic := task("default", "mail", at)
 	if err := c.SetExpireAfter(ctx, "mail", time.Second); err != nil {
 		t.Fatal(err)

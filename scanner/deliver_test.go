@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/kafka/scantask"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
@@ -541,7 +542,7 @@ func TestCheckRowToFailed(t *testing.T) {
 	e := newEnv(t, Config{})
 	base := e.now.Add(-time.Minute).UnixMilli()
 	check := task("ghost", "", base)
-	check.Headers = []kafka.Header{{Key: payload.HeaderOp, Value: []byte("reschedule")}, {Key: payload.HeaderError, Value: []byte("reschedule: unknown delay-id")}}
+	check.Headers = []payload.Header{{Key: payload.HeaderOp, Value: []byte("reschedule")}, {Key: payload.HeaderError, Value: []byte("reschedule: unknown delay-id")}}
 	marked := task("ghost-2", "", base+1)
 	marked.Headers = check.Headers
 	e.put("z", []payload.Task{check, marked})
@@ -555,7 +556,7 @@ func TestCheckRowToFailed(t *testing.T) {
 		t.Fatalf("failed topic got %d messages, want the unmarked check", len(failed))
 	}
 	m := failed[0]
-	if string(m.Key) != "k-ghost" || string(m.Value) != "v-ghost" || !reflect.DeepEqual(m.Headers, check.Headers) {
+	if string(m.Key) != "k-ghost" || string(m.Value) != "v-ghost" || !reflect.DeepEqual(m.Headers, record.FromHeaders(check.Headers)) {
 		t.Errorf("failed message %q %q %v, want the check row as stored", m.Key, m.Value, m.Headers)
 	}
 	if n := value(e.s.m.failed.WithLabelValues(reasonLifecycle)); n != 1 {

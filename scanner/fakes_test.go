@@ -325,7 +325,7 @@ func task(name, topic string, execAt int64) payload.Task {
 	return payload.Task{
 		ID: payload.TaskID(name), Name: name, Topic: topic, ExecAt: execAt,
 		Key: []byte("k-" + name), Value: []byte("v-" + name),
-		Headers: []kafka.Header{{Key: "trace", Value: []byte("x")}},
+		Headers: []payload.Header{{Key: "trace", Value: []byte("x")}},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/producer"
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/kafka/scantask"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
@@ -39,7 +40,7 @@ func TestKafkaDownIsNotUnknownTopic(t *testing.T) {
 	single := producer.New(producer.Config{Brokers: addrs, BatchSize: 1})
 	defer single.Close()
 	ctx := context.Background()
-	if err := w.WriteMessages(ctx, payload.Deliverable(task("warm", "orders", 1))); err != nil {
+	if err := w.WriteMessages(ctx, record.FromMessage(payload.Deliverable(task("warm", "orders", 1)))); err != nil {
 		t.Fatal(err) // the writers' metadata cache now knows "orders" only
 	}
 	cluster.Close() // Kafka goes down

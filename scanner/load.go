@@ -8,6 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
@@ -113,19 +114,20 @@ func (l loader) deliveryFor(e entry, task *payload.Task) (d *delivery) {
 	var p *panicked
 	func() {
 		defer catch(&p)
-		d.msg = payload.Deliverable(*task)
+		msg := payload.Deliverable(*task)
+		d.msg = record.FromMessage(msg)
 		switch {
 		case payload.IsCheck(*task):
 			// A reschedule whose task never came: ingest stored its
 			// failed-topic message, sent as it is.
-			d.msg = kafka.Message{Topic: l.s.cfg.FailedTopic, Key: task.Key, Value: task.Value, Headers: task.Headers}
+			d.msg = kafka.Message{Topic: l.s.cfg.FailedTopic, Key: task.Key, Value: task.Value, Headers: record.FromHeaders(task.Headers)}
 			d.failed, d.reason = true, reasonLifecycle
 		case task.Topic == "":
 			l.s.redirect(d, "no business topic")
 		case topics.Internal(task.Topic):
 			l.s.redirect(d, "internal topic "+task.Topic)
 		default:
-			d.msg.Headers = l.s.cfg.Tracer.Deliver(d.msg, task.Name, task.ExecAt)
+			d.msg.Headers = record.FromHeaders(l.s.cfg.Tracer.Deliver(msg, task.Name, task.ExecAt))
 		}
 	}()
 	if p != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/kafka/scantask"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
@@ -17,15 +18,15 @@ import (
 // recurring decodes a recurring task named name, first due at first.
 func recurring(t *testing.T, name string, first time.Time, kv ...string) payload.Task {
 	t.Helper()
-	hs := []kafka.Header{
+	hs := []payload.Header{
 		{Key: payload.HeaderTopic, Value: []byte("orders")},
 		{Key: payload.HeaderID, Value: []byte(name)},
 		{Key: payload.HeaderAt, Value: []byte(first.UTC().Format(time.RFC3339Nano))},
 	}
 	for i := 0; i < len(kv); i += 2 {
-		hs = append(hs, kafka.Header{Key: kv[i], Value: []byte(kv[i+1])})
+		hs = append(hs, payload.Header{Key: kv[i], Value: []byte(kv[i+1])})
 	}
-	task, err := payload.Decode(kafka.Message{Value: []byte("v"), Headers: hs}, time.Now(), payload.DecodeConfig{})
+	task, err := payload.Decode(payload.Message{Value: []byte("v"), Headers: hs}, time.Now(), payload.DecodeConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestRecurringReplayPlansOnce(t *testing.T) {
 	if rows[0] == nil || rows[0].Cancel {
 		t.Fatalf("next occurrence row %+v", rows[0])
 	}
-	if v := occurrences([]kafka.Message{payload.Deliverable(*rows[0])}); v[0] != "2" {
+	if v := occurrences([]kafka.Message{record.FromMessage(payload.Deliverable(*rows[0]))}); v[0] != "2" {
 		t.Errorf("next occurrence's delay-occurrence %s, want 2", v[0])
 	}
 }
@@ -202,7 +203,7 @@ func TestRecurringUnplannable(t *testing.T) {
 	e := newRecurEnv(t)
 	first := time.Now().Add(-10 * time.Second).Truncate(time.Millisecond)
 	r := recurring(t, "r1", first, payload.HeaderCron, "* * * * *")
-	r.Headers = append(r.Headers, kafka.Header{Key: payload.HeaderTZ, Value: []byte("Nowhere/Atlantis")})
+	r.Headers = append(r.Headers, payload.Header{Key: payload.HeaderTZ, Value: []byte("Nowhere/Atlantis")})
 	e.put("z", []payload.Task{r})
 	e.scanAll()
 	if occ := occurrences(e.byTopic("orders")); !slices.Equal(occ, []string{"1"}) {

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/delayq/delayq/payload"
 )
 
 // Headers of the W3C trace context, and delayq's copy of the producer's.
@@ -84,7 +85,7 @@ func FromEnv(ctx context.Context, service string) (*sdktrace.TracerProvider, fun
 var propagator = propagation.TraceContext{}
 
 // carrier reads the trace context headers of a message.
-type carrier []kafka.Header
+type carrier []payload.Header
 
 func (c carrier) Get(key string) string {
 	for _, h := range c {
@@ -105,14 +106,14 @@ func (c carrier) Keys() []string {
 
 // producer returns the span context of a message's traceparent (invalid
 // when it has none or it does not parse).
-func producer(headers []kafka.Header) trace.SpanContext {
+func producer(headers []payload.Header) trace.SpanContext {
 	return trace.SpanContextFromContext(propagator.Extract(context.Background(), carrier(headers)))
 }
 
 // Ingested records ingest's span for one delay-input message, from start
 // to end, a child of the message's traceparent when it has one; outcome
 // is what ingest did with it ("stored", or the failed topic's reason).
-func (t *Tracer) Ingested(m kafka.Message, id, outcome string, start, end time.Time) {
+func (t *Tracer) Ingested(m payload.Message, id, outcome string, start, end time.Time) {
 	if t == nil {
 		return
 	}
@@ -136,7 +137,7 @@ func (t *Tracer) Ingested(m kafka.Message, id, outcome string, start, end time.T
 // topic: traceparent (and tracestate) now the delivery span's, the
 // producer's kept as delay-traceparent. A nil Tracer returns the headers
 // unchanged.
-func (t *Tracer) Deliver(msg kafka.Message, id string, execAt int64) []kafka.Header {
+func (t *Tracer) Deliver(msg payload.Message, id string, execAt int64) []payload.Header {
 	if t == nil {
 		return msg.Headers
 	}
@@ -170,8 +171,8 @@ func (t *Tracer) Deliver(msg kafka.Message, id string, execAt int64) []kafka.Hea
 // traceparent orig kept as delay-traceparent (none when orig is empty).
 // A delay-traceparent already among headers is replaced: the producer's
 // is the one the stored task carries.
-func Rewrite(headers []kafka.Header, orig, traceparent, tracestate string) []kafka.Header {
-	out := make([]kafka.Header, 0, len(headers)+2)
+func Rewrite(headers []payload.Header, orig, traceparent, tracestate string) []payload.Header {
+	out := make([]payload.Header, 0, len(headers)+2)
 	for _, h := range headers {
 		switch strings.ToLower(h.Key) {
 		case HeaderTraceparent, HeaderTracestate, HeaderDelayTraceparent:
@@ -179,12 +180,12 @@ func Rewrite(headers []kafka.Header, orig, traceparent, tracestate string) []kaf
 		}
 		out = append(out, h)
 	}
-	out = append(out, kafka.Header{Key: HeaderTraceparent, Value: []byte(traceparent)})
+	out = append(out, payload.Header{Key: HeaderTraceparent, Value: []byte(traceparent)})
 	if tracestate != "" {
-		out = append(out, kafka.Header{Key: HeaderTracestate, Value: []byte(tracestate)})
+		out = append(out, payload.Header{Key: HeaderTracestate, Value: []byte(tracestate)})
 	}
 	if orig != "" {
-		out = append(out, kafka.Header{Key: HeaderDelayTraceparent, Value: []byte(orig)})
+		out = append(out, payload.Header{Key: HeaderDelayTraceparent, Value: []byte(orig)})
 	}
 	return out
 }

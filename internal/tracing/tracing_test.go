@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/delayq/delayq/payload"
 )
 
 // producerSpan starts a span as a producer service would and returns its
@@ -23,7 +24,7 @@ func producerSpan(t *testing.T, tp trace.TracerProvider) (trace.SpanContext, str
 	return span.SpanContext(), h[HeaderTraceparent]
 }
 
-func header(hs []kafka.Header, key string) (string, int) {
+func header(hs []payload.Header, key string) (string, int) {
 	v, n := "", 0
 	for _, h := range hs {
 		if h.Key == key {
@@ -39,7 +40,7 @@ func TestIngestedIsChildOfProducer(t *testing.T) {
 	psc, tpHeader := producerSpan(t, tp)
 
 	tr := New(tp)
-	m := kafka.Message{Topic: "delay-input", Partition: 3, Offset: 42, Headers: []kafka.Header{{Key: HeaderTraceparent, Value: []byte(tpHeader)}}}
+	m := payload.Message{Topic: "delay-input", Partition: 3, Offset: 42, Headers: []payload.Header{{Key: HeaderTraceparent, Value: []byte(tpHeader)}}}
 	start := time.Now()
 	tr.Ingested(m, "o-42", "stored", start, start.Add(time.Millisecond))
 
@@ -61,7 +62,7 @@ func TestDeliverStartsLinkedTrace(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	psc, tpHeader := producerSpan(t, tp)
 
-	msg := kafka.Message{Topic: "orders", Headers: []kafka.Header{
+	msg := payload.Message{Topic: "orders", Headers: []payload.Header{
 		{Key: "app", Value: []byte("x")},
 		{Key: HeaderTraceparent, Value: []byte(tpHeader)},
 		{Key: HeaderDelayTraceparent, Value: []byte("stale")},
@@ -95,7 +96,7 @@ func TestDeliverStartsLinkedTrace(t *testing.T) {
 func TestDeliverWithoutTraceparent(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	hs := New(tp).Deliver(kafka.Message{Topic: "orders"}, "o-1", 0)
+	hs := New(tp).Deliver(payload.Message{Topic: "orders"}, "o-1", 0)
 	if len(rec.Ended()) != 1 || len(rec.Ended()[0].Links()) != 0 {
 		t.Fatalf("spans %v, want one delivery span without links", rec.Ended())
 	}
@@ -109,12 +110,12 @@ func TestDeliverWithoutTraceparent(t *testing.T) {
 
 func TestOffLeavesHeaders(t *testing.T) {
 	var tr *Tracer // tracing off
-	in := []kafka.Header{{Key: HeaderTraceparent, Value: []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")}}
-	out := tr.Deliver(kafka.Message{Topic: "orders", Headers: in}, "o", 0)
+	in := []payload.Header{{Key: HeaderTraceparent, Value: []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")}}
+	out := tr.Deliver(payload.Message{Topic: "orders", Headers: in}, "o", 0)
 	if len(out) != 1 || string(out[0].Value) != string(in[0].Value) {
 		t.Errorf("headers %v, want them untouched", out)
 	}
-	tr.Ingested(kafka.Message{}, "o", "stored", time.Now(), time.Now()) // must not panic
+	tr.Ingested(payload.Message{}, "o", "stored", time.Now(), time.Now()) // must not panic
 	if New(nil) != nil {
 		t.Error("New(nil) is a tracer")
 	}

@@ -256,64 +256,84 @@ func (r *Reader) fetch(offset int64) (int64, error) {
 // filter calls emit with each record of p at or after offset that a
 // read-committed consumer delivers, in order, until emit returns false,
 // and returns the offset after the last record p held (delivered or not).
+// Which batches are delivered is aborts' to say; filter reads the records.
 func filter(p *fetchAPI.ResponsePartition, topic string, offset int64, emit func(kafka.Message) bool) (int64, error) {
 	stream, ok := p.RecordSet.Records.(*protocol.RecordStream)
 	if !ok || stream == nil {
 		return offset, nil
 	}
-	aborted := slices.Clone(p.AbortedTransactions)
-	slices.SortFunc(aborted, func(a, b fetchAPI.ResponseTransaction) int { return int(a.FirstOffset - b.FirstOffset) })
-	abortedBy := map[int64]bool{} // producers inside an aborted transaction
-	next := offset
+	r := reading{topic: topic, partition: int(p.Partition), hwm: p.HighWatermark, from: offset, next: offset, emit: emit}
+	ab := newAborts(p.AbortedTransactions)
 	for _, batch := range stream.Records {
-		deliver := true
+		var err error
+		more := true
 		switch b := batch.(type) {
 		case *protocol.ControlBatch:
-			deliver = false
-			for {
-				cr, err := b.ReadControlRecord()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					return offset, fmt.Errorf("control batch at %d: %w", b.BaseOffset, err)
-				}
-				next = max(next, cr.Offset+1)
-				if cr.Type == 0 { // abort marker: the producer's aborted transaction ends
-					delete(abortedBy, b.ProducerID)
-				}
-			}
-			continue
+			err = r.markers(b, ab)
 		case *protocol.RecordBatch:
-			for len(aborted) > 0 && aborted[0].FirstOffset <= b.BaseOffset {
-				abortedBy[aborted[0].ProducerID] = true
-				aborted = aborted[1:]
-			}
-			deliver = !(b.Attributes.Transactional() && abortedBy[b.ProducerID])
+			more, err = r.records(b, ab.deliver(b.BaseOffset, b.ProducerID, b.Attributes.Transactional()))
+		default: // a message set of the old format: no transactions
+			more, err = r.records(b, true)
 		}
-		for {
-			rec, err := batch.ReadRecord()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return offset, fmt.Errorf("record after %d: %w", next-1, err)
-			}
-			next = max(next, rec.Offset+1)
-			if !deliver || rec.Offset < offset {
-				closeRecord(rec)
-				continue
-			}
-			m, err := message(rec, topic, int(p.Partition), p.HighWatermark)
-			if err != nil {
-				return offset, err
-			}
-			if !emit(m) {
-				return next, nil
-			}
+		if err != nil {
+			return offset, err
+		}
+		if !more {
+			break
 		}
 	}
-	return next, nil
+	return r.next, nil
+}
+
+// reading is filter's walk over one partition's records.
+type reading struct {
+	topic     string
+	partition int
+	hwm       int64
+	from      int64 // the first offset to deliver
+	next      int64 // after the last record read
+	emit      func(kafka.Message) bool
+}
+
+// markers reads the transaction markers of control batch b into ab.
+func (r *reading) markers(b *protocol.ControlBatch, ab *aborts) error {
+	for {
+		cr, err := b.ReadControlRecord()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("control batch at %d: %w", b.BaseOffset, err)
+		}
+		r.next = max(r.next, cr.Offset+1)
+		ab.marker(b.ProducerID, cr.Type)
+	}
+}
+
+// records reads the records of batch, emitting those at or after r.from
+// when deliver; false when emit asked to stop.
+func (r *reading) records(batch protocol.RecordReader, deliver bool) (bool, error) {
+	for {
+		rec, err := batch.ReadRecord()
+		if errors.Is(err, io.EOF) {
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("record after %d: %w", r.next-1, err)
+		}
+		r.next = max(r.next, rec.Offset+1)
+		if !deliver || rec.Offset < r.from {
+			closeRecord(rec)
+			continue
+		}
+		m, err := message(rec, r.topic, r.partition, r.hwm)
+		if err != nil {
+			return false, err
+		}
+		if !r.emit(m) {
+			return false, nil
+		}
+	}
 }
 
 // message copies rec into a kafka.Message.

@@ -18,7 +18,8 @@
 // taken in order of their first offset; a transactional batch of a
 // producer with an aborted transaction that started at or before it is
 // dropped, until that producer's abort marker; control batches are
-// dropped. Dropped records still move the position.
+// dropped. Dropped records still move the position. That rule is aborts
+// (aborts.go), pure and table-tested; filter only reads the records.
 //
 // # Goroutines
 //

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	kafka "github.com/segmentio/kafka-go"
 	"github.com/tsuna/gohbase"
 	"github.com/tsuna/gohbase/hrpc"
 
@@ -40,7 +39,7 @@ func TestHBaseLayouts(t *testing.T) {
 		return payload.Task{
 			ID: payload.TaskID(name), Name: name, Topic: "topic-" + name, ExecAt: at,
 			Key: []byte("k-" + name), Value: []byte{0, 1, 0xff},
-			Headers: []kafka.Header{{Key: "h", Value: []byte("x")}, {Key: "nil"}},
+			Headers: []payload.Header{{Key: "h", Value: []byte("x")}, {Key: "nil"}},
 		}
 	}
 	rawPut := func(task payload.Task, cols map[string][]byte) {

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/payload"
-	kafka "github.com/segmentio/kafka-go"
 )
 
 // Run runs the conformance suite. newStore is called once per subtest and
@@ -91,7 +90,7 @@ func task(w window, n int) payload.Task {
 		ExecAt:  w.at(int64(n) * 1000),
 		Key:     []byte(fmt.Sprintf("key-%d", n)),
 		Value:   []byte(fmt.Sprintf("value-%d-%s", n, strings.Repeat("x", n%50))),
-		Headers: []kafka.Header{{Key: "trace", Value: []byte(fmt.Sprint(n))}},
+		Headers: []payload.Header{{Key: "trace", Value: []byte(fmt.Sprint(n))}},
 	}
 }
 
@@ -186,7 +185,7 @@ func testRoundTrip(t *testing.T, s payload.Store, w window) {
 			Name: "binary", Topic: "t", ExecAt: w.at(2),
 			Key:   allBytes(),
 			Value: append(allBytes(), allBytes()...),
-			Headers: []kafka.Header{
+			Headers: []payload.Header{
 				{Key: "nil", Value: nil},
 				{Key: "empty", Value: []byte{}},
 				{Key: "dup", Value: []byte("1")},

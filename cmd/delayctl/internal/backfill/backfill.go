@@ -9,6 +9,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 	"github.com/delayq/delayq/zset"
@@ -229,7 +230,7 @@ func (r *run) flush(ctx context.Context) error {
 		now := r.cfg.Now()
 		msgs := make([]kafka.Message, len(deliver))
 		for i, t := range deliver {
-			msgs[i] = payload.Deliverable(t)
+			msgs[i] = record.FromMessage(payload.Deliverable(t))
 			msgs[i].Time = now
 		}
 		if err := r.w.WriteMessages(ctx, msgs...); err != nil {

@@ -28,7 +28,7 @@ func fill(t *testing.T, n, cancelEvery, otherEvery int) *payload.Memory {
 		name := fmt.Sprintf("task-%d", i)
 		task := payload.Task{
 			ID: payload.TaskID(name), Name: name, Topic: "orders", ExecAt: t0 + int64(i)*10,
-			Key: []byte(name), Value: []byte("v"), Headers: []kafka.Header{{Key: "h", Value: []byte(name)}},
+			Key: []byte(name), Value: []byte("v"), Headers: []payload.Header{{Key: "h", Value: []byte(name)}},
 		}
 		if otherEvery > 0 && i%otherEvery == 0 {
 			task.Topic = "other"

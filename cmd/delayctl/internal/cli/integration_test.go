@@ -372,7 +372,7 @@ func TestBackfill(t *testing.T) {
 		task := payload.Task{
 			ID: payload.TaskID(name), Name: name, Topic: topic, ExecAt: at,
 			Key: []byte("key-" + name), Value: []byte("value-" + name),
-			Headers: []kafka.Header{{Key: "trace", Value: []byte(name)}},
+			Headers: []payload.Header{{Key: "trace", Value: []byte(name)}},
 		}
 		tasks = append(tasks, task)
 		if cancelled {

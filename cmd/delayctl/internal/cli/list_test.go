@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	kafka "github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/api"
 	"github.com/delayq/delayq/payload"
@@ -64,7 +62,7 @@ func TestListAndInspectThroughAPI(t *testing.T) {
 	for i := range 250 {
 		name := fmt.Sprintf("order-%03d", i)
 		tasks = append(tasks, payload.Task{ID: payload.TaskID(name), Name: name, Topic: "orders", ExecAt: at + int64(i%7),
-			Key: []byte(name), Value: []byte("hello"), Headers: []kafka.Header{{Key: "trace", Value: []byte("t1")}}})
+			Key: []byte(name), Value: []byte("hello"), Headers: []payload.Header{{Key: "trace", Value: []byte("t1")}}})
 	}
 	url := apiServer(t, token, nil, tasks...)
 	env := map[string]string{"DELAYQ_API": url, "DELAYQ_API_TOKEN": token}

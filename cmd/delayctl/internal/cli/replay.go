@@ -92,7 +92,7 @@ contents were dropped to fit delay-failed are counted as skipped.`,
 			f := failed.Filter{From: from.t, To: to.t, Reason: reason, Topic: topic, Limit: limit}
 			opt := failed.Options{DryRun: dryRun}
 			if dryRun {
-				opt.Each = func(r failed.Record, m kafka.Message) { listReplay(sys.Stdout, r, m) }
+				opt.Each = func(r failed.Record, m payload.Message) { listReplay(sys.Stdout, r, m) }
 			}
 			p := newReplayProgress(sys.Stderr, progressMode, progressInterval)
 			opt.Progress = p.update
@@ -130,7 +130,7 @@ contents were dropped to fit delay-failed are counted as skipped.`,
 
 // listReplay prints one dry-run line: the failed message, its time, its
 // business topic and task name, where it would go, and why it failed.
-func listReplay(w io.Writer, r failed.Record, m kafka.Message) {
+func listReplay(w io.Writer, r failed.Record, m payload.Message) {
 	dest := "-> " + m.Topic
 	id := r.ID
 	for _, h := range m.Headers {

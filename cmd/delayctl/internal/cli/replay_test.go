@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/delayq/delayq/failed"
+	"github.com/delayq/delayq/payload"
 )
 
 // TestReplayErrorLines: every bad flag of replay gives one stderr line
@@ -81,9 +80,9 @@ func TestReplayListAndSummary(t *testing.T) {
 	var b bytes.Buffer
 	r := failed.Record{Topic: "delay-failed", Partition: 2, Offset: 11, Time: at, Business: "orders",
 		Reason: "delay-topic: \"orders\" is not allowed\nsecond line"}
-	listReplay(&b, r, kafka.Message{Topic: "delay-input", Headers: []kafka.Header{{Key: "delay-id", Value: []byte("delay-input/3/17")}}})
+	listReplay(&b, r, payload.Message{Topic: "delay-input", Headers: []payload.Header{{Key: "delay-id", Value: []byte("delay-input/3/17")}}})
 	r.Dropped, r.ID, r.Business = true, "order-42", ""
-	listReplay(&b, r, kafka.Message{})
+	listReplay(&b, r, payload.Message{})
 	want := `delay-failed/2/11  2030-01-02T03:04:05.000Z  topic=orders  id=delay-input/3/17  -> delay-input  reason: delay-topic: "orders" is not allowed; second line
 delay-failed/2/11  2030-01-02T03:04:05.000Z  topic=-  id=order-42  skipped (contents dropped)  reason: delay-topic: "orders" is not allowed; second line
 `
