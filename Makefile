@@ -119,7 +119,7 @@ dist:
 	done
 	@rm -rf dist/.build dist/delayq-client-*.jar
 	@echo "dist: delayq-client-$(VERSION).jar"
-	@cd clients/java && mvn -B -q package -DskipTests -Drevision=$(VERSION) -Dproject.build.outputTimestamp=$(SOURCE_DATE_EPOCH)
+	@rm -rf clients/java/target && cd clients/java && mvn -B -q package -DskipTests -Drevision=$(VERSION) -Dproject.build.outputTimestamp=$(SOURCE_DATE_EPOCH)
 	@cp clients/java/target/delayq-client-$(VERSION).jar dist/
 	@cd dist && sha256sum delayq_$(VERSION)_*.tar.gz delayq-client-$(VERSION).jar >delayq_$(VERSION)_SHA256SUMS && cat delayq_$(VERSION)_SHA256SUMS
 
