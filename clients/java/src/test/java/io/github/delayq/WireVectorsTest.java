@@ -58,7 +58,14 @@ class WireVectorsTest {
             assertEquals(1L, doc.get("version"), f + ": unknown version " + doc.get("version"));
             for (Object o : list(doc.get("client"))) {
                 Map<String, Object> c = map(o);
-                tests.add(DynamicTest.dynamicTest(f.getFileName() + ":" + c.get("name"), () -> check(doc, c)));
+                String name = f.getFileName() + ":" + c.get("name");
+                tests.add(DynamicTest.dynamicTest(name, () -> {
+                    try {
+                        check(doc, c);
+                    } catch (AssertionError e) {
+                        throw new AssertionError(name + ": " + e.getMessage(), e);
+                    }
+                }));
             }
         }
         assertTrue(tests.size() > 10, "only " + tests.size() + " client cases");
