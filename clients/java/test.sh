@@ -1,15 +1,19 @@
 #!/bin/sh
 # Tests of the Java client (clients/java): `mvn verify` runs the unit
 # tests and the shared wire vectors of testdata/wire (surefire), then the
-# integration test on the local stack (failsafe, RealStackIT: it builds
-# delayd with go, takes the shared-stack lock $TMPDIR/delayq-e2e.lock with
-# flock(1) only while its delayd runs, and is skipped without the stack,
-# failed under CI=true). Run from anywhere; `make test` runs it after the
-# Python client's tests. The first run downloads kafka-clients, JUnit and
-# Maven's plugins into ~/.m2; later runs are offline (-o). Needs JDK 17+
-# and Maven; extra arguments go to mvn.
+# integration tests (failsafe): RealStackIT on the shared local stack (it
+# builds delayd with go, takes the shared-stack lock $TMPDIR/delayq-e2e.lock
+# with flock(1) only while its delayd runs, and is skipped without the
+# stack, failed under CI=true), and with JAVA_SECURE=1 SecureStackIT: this
+# script then starts a private SECURE=1 Kafka and Redis (SASL_SSL with
+# SCRAM, TLS; ports 46092-46094 and 46079, data in .local/java-secure,
+# HBase the shared stack's) and removes it afterwards. Run from anywhere;
+# `make test` runs it after the Python client's tests. The first run
+# downloads kafka-clients, JUnit and Maven's plugins into ~/.m2; later
+# runs are offline (-o). Needs JDK 17+ and Maven; extra arguments go to mvn.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
 cd "$here"
 m2=${MAVEN_REPO:-$HOME/.m2/repository}
 offline=
@@ -18,4 +22,25 @@ if [ -d "$m2/org/apache/kafka/kafka-clients/4.3.1" ] &&
 	[ -d "$m2/org/junit/jupiter/junit-jupiter/5.14.4" ]; then
 	offline=-o
 fi
-exec mvn -B -q $offline verify "$@"
+if [ "${JAVA_SECURE:-}" != 1 ]; then
+	exec mvn -B -q $offline verify "$@"
+fi
+
+# The private secured stack of SecureStackIT.
+secure_stack() {
+	env DELAYQ_LOCAL_DIR="$root/.local/java-secure" SECURE=1 KAFKA_PORT=46092 KAFKA_CONTROLLER_PORT=46093 \
+		KAFKA_INTERNAL_PORT=46094 REDIS_PORT=46079 KAFKA_HEAP=384m "$root/deploy/local/stack" "$@"
+}
+teardown() {
+	secure_stack stop --kill kafka >/dev/null 2>&1 || true
+	secure_stack stop --kill redis >/dev/null 2>&1 || true
+	secure_stack down --wipe >/dev/null 2>&1 || true
+}
+teardown
+trap teardown EXIT
+trap 'exit 1' INT TERM
+secure_stack start kafka
+secure_stack start redis
+rc=0
+DELAYQ_JAVA_SECURE_DIR="$root/.local/java-secure/secure" mvn -B -q $offline verify "$@" || rc=$?
+exit $rc

@@ -15,6 +15,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -148,7 +149,11 @@ public final class Client implements AutoCloseable {
     public void sendAll(List<Message> ms) {
         List<Future<RecordMetadata>> fs = new ArrayList<>(ms.size());
         for (Message m : ms) {
-            fs.add(producer.send(m.toRecord()));
+            try {
+                fs.add(producer.send(m.toRecord()));
+            } catch (KafkaException e) {
+                throw new DeliveryException("delayq: not sent to " + m.topic() + ": " + e, e);
+            }
         }
         long deadline = System.nanoTime() + timeout.toNanos();
         for (int i = 0; i < fs.size(); i++) {

@@ -169,8 +169,12 @@ class RealStackIT {
         volatile boolean stop;
 
         Collector(String topic) {
+            this(topic, BROKERS);
+        }
+
+        Collector(String topic, String brokers) {
             Properties p = new Properties();
-            p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, BROKERS);
+            p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
             p.put(ConsumerConfig.GROUP_ID_CONFIG, "javaclient-check-" + topic);
             p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
             p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
