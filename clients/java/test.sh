@@ -39,8 +39,26 @@ teardown() {
 teardown
 trap teardown EXIT
 trap 'exit 1' INT TERM
-secure_stack start kafka
-secure_stack start redis
+# Kafka exits on EADDRINUSE when a port still has sockets in TIME-WAIT
+# (a broker killed less than a minute ago) or a client connection of the
+# busy machine holds it (the ports lie in Linux's ephemeral range): wait
+# for the ports to be quiet, and try a start that fails again, three times.
+quiet() {
+	i=0
+	while [ $i -lt 120 ] && ss -tanH '( sport = :46092 or sport = :46093 or sport = :46094 or sport = :46079 )' | grep -q .; do
+		sleep 1
+		i=$((i + 1))
+	done
+}
+for try in 1 2 3; do
+	quiet
+	if secure_stack start kafka && secure_stack start redis; then
+		break
+	fi
+	[ "$try" -lt 3 ] || exit 1
+	echo "test.sh: the private stack did not start (try $try of 3); wiping it and trying again" >&2
+	teardown
+done
 rc=0
 DELAYQ_JAVA_SECURE_DIR="$root/.local/java-secure/secure" mvn -B -q $offline verify "$@" || rc=$?
 exit $rc
