@@ -73,6 +73,7 @@ test:
 	if [ $$rc -eq 0 ]; then $(MAKE) --no-print-directory lint || rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then $(GO) test -race -count=1 -timeout 30m ./... || rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then clients/python/test.sh || rc=$$?; fi; \
+	if [ $$rc -eq 0 ]; then clients/java/test.sh || rc=$$?; fi; \
 	if [ $$rc -eq 0 ]; then $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./payload || rc=$$?; fi; \
 	if [ -f $(STARTED) ]; then rm -f $(STARTED); $(STACK) down; fi; \
 	exit $$rc
@@ -100,6 +101,7 @@ image:
 
 # Static delayd and delayctl for each of $(PLATFORMS), with LICENSE,
 # README.md, CHANGELOG.md and docs/*.md (README's links point there), as dist/delayq_<version>_<os>_<arch>.tar.gz,
+# the Java client's jar as dist/delayq-client-<version>.jar (Maven, JDK 17),
 # and their SHA-256 sums (`cd dist && sha256sum -c delayq_<version>_SHA256SUMS`).
 # Needs GNU tar and sha256sum.
 dist:
@@ -115,8 +117,11 @@ dist:
 		tar --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
 			-C dist/.build -cf - $$name | gzip -9n >dist/$$name.tar.gz; \
 	done
-	@rm -rf dist/.build
-	@cd dist && sha256sum delayq_$(VERSION)_*.tar.gz >delayq_$(VERSION)_SHA256SUMS && cat delayq_$(VERSION)_SHA256SUMS
+	@rm -rf dist/.build dist/delayq-client-*.jar
+	@echo "dist: delayq-client-$(VERSION).jar"
+	@rm -rf clients/java/target && cd clients/java && mvn -B -q package -DskipTests -Drevision=$(VERSION) -Dproject.build.outputTimestamp=$(SOURCE_DATE_EPOCH)
+	@cp clients/java/target/delayq-client-$(VERSION).jar dist/
+	@cd dist && sha256sum delayq_$(VERSION)_*.tar.gz delayq-client-$(VERSION).jar >delayq_$(VERSION)_SHA256SUMS && cat delayq_$(VERSION)_SHA256SUMS
 
 # The fault tests alone, each printing its summary line (-v): e2e/fault
 # (one node of each service stopped and killed), e2e/failover (Kafka and
