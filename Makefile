@@ -64,7 +64,9 @@ unit:
 # shortest honest form (fewer kills and restarts, shorter outages;
 # `make faults` runs the soak-length ones). The tests of e2e and
 # e2e/docexamples that run delayd on the shared stack take turns on a lock
-# ($TMPDIR/delayq-e2e.lock), test by test.
+# ($TMPDIR/delayq-e2e.lock), test by test, and so does the Python client's
+# integration test: clients/python/test.sh runs beside go test, its output
+# printed after it.
 TEST_P    ?= 3
 SLOW_PKGS := ./e2e/failover ./e2e/fault ./e2e ./e2e/docexamples ./e2e/redisloss ./e2e/netfault \
 	./e2e/redisha ./e2e/cluster ./console ./scanner ./e2e/secure ./e2e/pause ./ingest
@@ -79,8 +81,12 @@ test:
 	@rc=0; \
 	$(GO) vet ./... || rc=$$?; \
 	if [ $$rc -eq 0 ]; then $(MAKE) --no-print-directory lint || rc=$$?; fi; \
-	if [ $$rc -eq 0 ]; then $(GO) test -race -count=1 -timeout 30m -p $(TEST_P) $(SLOW_PKGS) ./... || rc=$$?; fi; \
-	if [ $$rc -eq 0 ]; then clients/python/test.sh || rc=$$?; fi; \
+	if [ $$rc -eq 0 ]; then \
+		clients/python/test.sh >.local/python-test.log 2>&1 & py=$$!; \
+		$(GO) test -race -count=1 -timeout 30m -p $(TEST_P) $(SLOW_PKGS) ./... || rc=$$?; \
+		wait $$py || { pyrc=$$?; [ $$rc -ne 0 ] || rc=$$pyrc; }; \
+		echo "clients/python/test.sh (run beside go test):"; cat .local/python-test.log; \
+	fi; \
 	if [ $$rc -eq 0 ]; then $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./payload || rc=$$?; fi; \
 	if [ -f $(STARTED) ]; then rm -f $(STARTED); $(STACK) down; fi; \
 	exit $$rc

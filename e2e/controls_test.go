@@ -99,7 +99,9 @@ func runControls(t *testing.T, e *e2etest.Env, base string, sz controlSizes) {
 	e.Collect(e.Topic("load")) // creates it
 	e.Produce(ctx, spread(e, e.Topic("load"), "load", sz.paused+sz.expiring, start, 2*time.Second))
 	e.Produce(ctx, spread(e, other, "base", sz.other, start, 2*time.Second))
-	e2etest.WaitFor(t, 30*time.Second, "baseline delivered", func() bool { return outO.Len() >= sz.other })
+	// The waits below are bounds for a loaded machine (a busy loop on one
+	// of two cores, other test packages beside), not expectations.
+	e2etest.WaitFor(t, 90*time.Second, "baseline delivered", func() bool { return outO.Len() >= sz.other })
 	base99 := p99(outO.Snapshot())
 
 	// Pause two topics; submit to them and to the other topic, due in the
@@ -126,7 +128,7 @@ func runControls(t *testing.T, e *e2etest.Env, base string, sz controlSizes) {
 		res.Body.Close()
 	}
 	do("PATCH", "/v1/tasks/"+e.Run+"-p-1", `{"after":"1h"}`)
-	e2etest.WaitFor(t, 30*time.Second, "other topic delivered", func() bool { return outO.Len() >= 2*sz.other })
+	e2etest.WaitFor(t, 90*time.Second, "other topic delivered", func() bool { return outO.Len() >= 2*sz.other })
 	during99 := p99(outO.Snapshot()[sz.other:])
 	t.Logf("other topic p99 lateness: %v beside a topic that runs, %v beside the paused topics", base99, during99)
 	if during99 > base99*3/2+500*time.Millisecond {
