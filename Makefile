@@ -51,10 +51,14 @@ unit:
 
 # The full suite: brings the stack up when it is not, runs vet and every test
 # (integration tests included) with the race detector, and stops the stack
-# again when it started it, whatever the outcome. About 25 minutes on 2
-# cores: most of it is e2e packages waiting for due times and outages, so
-# go test runs TEST_P (3) packages at a time, the longest first (SLOW_PKGS;
-# go test starts packages in the order given, ./... adds the rest once).
+# again when it started it, whatever the outcome. Most of its time is e2e
+# packages waiting for due times and outages, not CPU, so go test runs
+# TEST_P (4) packages at a time, the longest first (SLOW_PKGS; go test
+# starts packages in the order given, ./... adds the rest once): an
+# estimated 22-27 minutes on 2 cores and ~24 GB (47 minutes with 2 at a
+# time in alphabetical order and the fault tests' full form). Peak memory is
+# a few private stacks at once, under 10 GB; `make test TEST_P=2` on a
+# smaller machine.
 # e2e/failover (a CLUSTER=1 stack of seven JVMs, about 3.5 GB), e2e/fault
 # (heaps 384m + 768m), e2e/redisloss, e2e/redisha, e2e/pause, e2e/secure
 # (a SECURE=1 Kafka and Redis, 29292-29294, 26379) and e2e/netfault (a stack
@@ -67,7 +71,7 @@ unit:
 # ($TMPDIR/delayq-e2e.lock), test by test, and so does the Python client's
 # integration test: clients/python/test.sh runs beside go test, its output
 # printed after it.
-TEST_P    ?= 3
+TEST_P    ?= 4
 SLOW_PKGS := ./e2e/failover ./e2e/fault ./e2e ./e2e/docexamples ./e2e/redisloss ./e2e/netfault \
 	./e2e/redisha ./e2e/cluster ./console ./scanner ./e2e/secure ./e2e/pause ./ingest
 test:
