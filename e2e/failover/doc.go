@@ -42,6 +42,7 @@
 // until lateness stayed under 1 s, and the WARN and ERROR lines delayd
 // logged.
 //
-// The package takes about 10 minutes (11 in the full form). With -short (outside CI) it is
-// skipped; under CI=true a cluster that does not start fails it.
+// The package takes about 14 minutes on 2 cores (15 in the full form; 15 in
+// a CI run before the short form). With -short (outside CI) it is skipped;
+// under CI=true a cluster that does not start fails it.
 package failover
