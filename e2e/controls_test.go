@@ -134,7 +134,7 @@ func runControls(t *testing.T, e *e2etest.Env, base string, sz controlSizes) {
 	if during99 > base99*3/2+500*time.Millisecond {
 		t.Errorf("other topic p99 %v beside the paused topics, %v without", during99, base99)
 	}
-	e2etest.WaitFor(t, 30*time.Second, "all paused tasks held", func() bool {
+	e2etest.WaitFor(t, 90*time.Second, "all paused tasks held", func() bool {
 		return held(call("GET", "/v1/topics", ""), paused) == int64(sz.paused-1) &&
 			held(call("GET", "/v1/topics", ""), expiring) == int64(sz.expiring)
 	})
@@ -153,12 +153,12 @@ func runControls(t *testing.T, e *e2etest.Env, base string, sz controlSizes) {
 	burstAt := time.Now().Add(4 * time.Second)
 	e.Produce(ctx, spread(e, limited, "l", sz.burst, burstAt, 500*time.Millisecond))
 
-	e2etest.WaitFor(t, 60*time.Second, "held tasks delivered after resume", func() bool { return outP.Len() >= sz.paused-2 })
-	e2etest.WaitFor(t, 60*time.Second, "expired tasks in delay-failed", func() bool {
+	e2etest.WaitFor(t, 120*time.Second, "held tasks delivered after resume", func() bool { return outP.Len() >= sz.paused-2 })
+	e2etest.WaitFor(t, 120*time.Second, "expired tasks in delay-failed", func() bool {
 		return len(expired(failed.Snapshot(), expiring)) >= sz.expiring
 	})
 	want := float64(sz.burst-sz.rate/topicctl.Burst) / float64(sz.rate)
-	e2etest.WaitFor(t, time.Duration(want*2+30)*time.Second, "rate-limited burst delivered", func() bool { return outL.Len() >= sz.burst })
+	e2etest.WaitFor(t, time.Duration(want*2+90)*time.Second, "rate-limited burst delivered", func() bool { return outL.Len() >= sz.burst })
 	time.Sleep(2 * time.Second) // duplicates and strays show up here
 
 	checkOnceInOrder(t, "resumed", outP.Snapshot(), sz.paused-2)
