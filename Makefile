@@ -51,15 +51,29 @@ unit:
 
 # The full suite: brings the stack up when it is not, runs vet and every test
 # (integration tests included) with the race detector, and stops the stack
-# again when it started it, whatever the outcome. e2e/fault and
-# e2e/failover, the longest packages (~11 min each, within the 30 min
-# timeout; go test runs two packages at a time on 2 cores, so they may
-# overlap), start and remove private stacks of their own on other ports
-# (e2e/fault: heaps 384m + 768m; e2e/failover: a CLUSTER=1 stack of seven
-# JVMs, about 3.5 GB) and take their services away; the shared stack is
-# never touched. e2e/secure (~3 min) starts a private SECURE=1 Kafka and
-# Redis (29292-29294, 26379) the same way, e2e/netfault (two tests, ~7 min
-# on a loaded machine) a stack behind toxiproxy (31000-31095, 127.0.0.2:31020).
+# again when it started it, whatever the outcome. Most of its time is e2e
+# packages waiting for due times and outages, not CPU, so go test runs
+# TEST_P (4) packages at a time, the longest first (SLOW_PKGS; go test
+# starts packages in the order given, ./... adds the rest once): an
+# estimated 22-27 minutes on 2 cores and ~24 GB (47 minutes with 2 at a
+# time in alphabetical order and the fault tests' full form). Peak memory is
+# a few private stacks at once, under 10 GB; `make test TEST_P=2` on a
+# smaller machine.
+# e2e/failover (a CLUSTER=1 stack of seven JVMs, about 3.5 GB), e2e/fault
+# (heaps 384m + 768m), e2e/redisloss, e2e/redisha, e2e/pause, e2e/secure
+# (a SECURE=1 Kafka and Redis, 29292-29294, 26379) and e2e/netfault (a stack
+# behind toxiproxy, 31000-31095, 127.0.0.2:31020) start and remove private
+# stacks of their own on other ports and take their services away; the
+# shared stack is never touched. The fault packages run each fault in its
+# shortest honest form (fewer kills and restarts, shorter outages;
+# `make faults` runs the soak-length ones). The tests of e2e and
+# e2e/docexamples that run delayd on the shared stack take turns on a lock
+# ($TMPDIR/delayq-e2e.lock), test by test, and so does the Python client's
+# integration tests: clients/python/test.sh, then clients/java/test.sh, run
+# beside go test, their output printed after it.
+TEST_P    ?= 4
+SLOW_PKGS := ./e2e/failover ./e2e/fault ./e2e ./e2e/docexamples ./e2e/redisloss ./e2e/netfault \
+	./e2e/redisha ./e2e/cluster ./console ./scanner ./e2e/secure ./e2e/pause ./ingest
 test:
 	@deploy/local/tools
 	@mkdir -p .local
@@ -71,9 +85,12 @@ test:
 	@rc=0; \
 	$(GO) vet ./... || rc=$$?; \
 	if [ $$rc -eq 0 ]; then $(MAKE) --no-print-directory lint || rc=$$?; fi; \
-	if [ $$rc -eq 0 ]; then $(GO) test -race -count=1 -timeout 30m ./... || rc=$$?; fi; \
-	if [ $$rc -eq 0 ]; then clients/python/test.sh || rc=$$?; fi; \
-	if [ $$rc -eq 0 ]; then clients/java/test.sh || rc=$$?; fi; \
+	if [ $$rc -eq 0 ]; then \
+		{ clients/python/test.sh && clients/java/test.sh; } >.local/clients-test.log 2>&1 & cl=$$!; \
+		$(GO) test -race -count=1 -timeout 30m -p $(TEST_P) $(SLOW_PKGS) ./... || rc=$$?; \
+		wait $$cl || { clrc=$$?; [ $$rc -ne 0 ] || rc=$$clrc; }; \
+		echo "clients/python/test.sh, then clients/java/test.sh (run beside go test):"; cat .local/clients-test.log; \
+	fi; \
 	if [ $$rc -eq 0 ]; then $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./payload || rc=$$?; fi; \
 	if [ -f $(STARTED) ]; then rm -f $(STARTED); $(STACK) down; fi; \
 	exit $$rc
@@ -131,10 +148,13 @@ dist:
 # e2e/redisha and e2e/redisloss use the shared stack's HBase (`make up`).
 # e2e/netfault puts a fault-injecting proxy between delayd and each
 # service: `make test` runs two of its six tests, this target all of them
-# (DELAYQ_NETFAULT_ALL=1). `make test` runs the others too; each package
-# doc says how long it takes.
+# (DELAYQ_NETFAULT_ALL=1). `make test` runs the others too, e2e/fault's and
+# e2e/failover's in their short form; this target their soak-length form
+# (DELAYQ_FAULTS_FULL=1: e2e/fault 20 kill -9, 12 rolling restarts, HBase
+# away 60 s; e2e/failover a broker away 30 s, a RegionServer 60 s). Each
+# package doc says how long it takes.
 faults:
-	DELAYQ_NETFAULT_ALL=1 $(GO) test -count=1 -v -timeout 60m ./e2e/fault ./e2e/failover ./e2e/redisha ./e2e/redisloss ./e2e/netfault
+	DELAYQ_NETFAULT_ALL=1 DELAYQ_FAULTS_FULL=1 $(GO) test -count=1 -v -timeout 60m ./e2e/fault ./e2e/failover ./e2e/redisha ./e2e/redisloss ./e2e/netfault
 
 # The nemesis soak (e2e/soak, build tag soak; docs/faults.md): delayd on a
 # private stack under mixed traffic and a seeded random schedule of

@@ -99,7 +99,9 @@ func runControls(t *testing.T, e *e2etest.Env, base string, sz controlSizes) {
 	e.Collect(e.Topic("load")) // creates it
 	e.Produce(ctx, spread(e, e.Topic("load"), "load", sz.paused+sz.expiring, start, 2*time.Second))
 	e.Produce(ctx, spread(e, other, "base", sz.other, start, 2*time.Second))
-	e2etest.WaitFor(t, 30*time.Second, "baseline delivered", func() bool { return outO.Len() >= sz.other })
+	// The waits below are bounds for a loaded machine (a busy loop on one
+	// of two cores, other test packages beside), not expectations.
+	e2etest.WaitFor(t, 90*time.Second, "baseline delivered", func() bool { return outO.Len() >= sz.other })
 	base99 := p99(outO.Snapshot())
 
 	// Pause two topics; submit to them and to the other topic, due in the
@@ -126,13 +128,13 @@ func runControls(t *testing.T, e *e2etest.Env, base string, sz controlSizes) {
 		res.Body.Close()
 	}
 	do("PATCH", "/v1/tasks/"+e.Run+"-p-1", `{"after":"1h"}`)
-	e2etest.WaitFor(t, 30*time.Second, "other topic delivered", func() bool { return outO.Len() >= 2*sz.other })
+	e2etest.WaitFor(t, 90*time.Second, "other topic delivered", func() bool { return outO.Len() >= 2*sz.other })
 	during99 := p99(outO.Snapshot()[sz.other:])
 	t.Logf("other topic p99 lateness: %v beside a topic that runs, %v beside the paused topics", base99, during99)
 	if during99 > base99*3/2+500*time.Millisecond {
 		t.Errorf("other topic p99 %v beside the paused topics, %v without", during99, base99)
 	}
-	e2etest.WaitFor(t, 30*time.Second, "all paused tasks held", func() bool {
+	e2etest.WaitFor(t, 90*time.Second, "all paused tasks held", func() bool {
 		return held(call("GET", "/v1/topics", ""), paused) == int64(sz.paused-1) &&
 			held(call("GET", "/v1/topics", ""), expiring) == int64(sz.expiring)
 	})
@@ -151,12 +153,12 @@ func runControls(t *testing.T, e *e2etest.Env, base string, sz controlSizes) {
 	burstAt := time.Now().Add(4 * time.Second)
 	e.Produce(ctx, spread(e, limited, "l", sz.burst, burstAt, 500*time.Millisecond))
 
-	e2etest.WaitFor(t, 60*time.Second, "held tasks delivered after resume", func() bool { return outP.Len() >= sz.paused-2 })
-	e2etest.WaitFor(t, 60*time.Second, "expired tasks in delay-failed", func() bool {
+	e2etest.WaitFor(t, 120*time.Second, "held tasks delivered after resume", func() bool { return outP.Len() >= sz.paused-2 })
+	e2etest.WaitFor(t, 120*time.Second, "expired tasks in delay-failed", func() bool {
 		return len(expired(failed.Snapshot(), expiring)) >= sz.expiring
 	})
 	want := float64(sz.burst-sz.rate/topicctl.Burst) / float64(sz.rate)
-	e2etest.WaitFor(t, time.Duration(want*2+30)*time.Second, "rate-limited burst delivered", func() bool { return outL.Len() >= sz.burst })
+	e2etest.WaitFor(t, time.Duration(want*2+90)*time.Second, "rate-limited burst delivered", func() bool { return outL.Len() >= sz.burst })
 	time.Sleep(2 * time.Second) // duplicates and strays show up here
 
 	checkOnceInOrder(t, "resumed", outP.Snapshot(), sz.paused-2)

@@ -11,10 +11,14 @@ import (
 	"github.com/delayq/delayq/e2e/e2etest"
 )
 
-// newEnv gives a test its own corner of the shared local stack.
+// newEnv gives a test its own corner of the shared local stack, holding
+// the shared stack's lock until the test ends (e2etest.LockShared: no
+// other package's delayd takes this test's input, nor it theirs).
 func newEnv(t *testing.T) *e2etest.Env {
 	t.Helper()
-	return e2etest.NewEnv(t, e2etest.Shared(t), "e2e")
+	stack := e2etest.Shared(t)
+	e2etest.LockShared(t) // before NewEnv: released after its cleanup
+	return e2etest.NewEnv(t, stack, "e2e")
 }
 
 // embeddedEnv runs `delayd --embedded` in-process on free ports (kfake as
@@ -101,4 +105,4 @@ func mustBeClean(t *testing.T, r e2etest.Report) {
 	}
 }
 
-func TestMain(m *testing.M) { os.Exit(e2etest.MainShared(m)) }
+func TestMain(m *testing.M) { os.Exit(e2etest.Main(m)) }

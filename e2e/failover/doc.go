@@ -18,11 +18,13 @@
 // tasks/s, delays 0–30 s, about 3 % cancelled, 13 malformed messages):
 //
 //   - BrokerKill: kill -9 of the broker leading most delay-input and
-//     delay-scan partitions, started again 30 s later;
+//     delay-scan partitions, started again 15 s later (DELAYQ_FAULTS_FULL=1,
+//     `make faults`: 30 s; either outlasts the brokers' 6 s session);
 //   - RollingBrokerRestart: SIGTERM and start of kafka-1, then kafka-2; one
 //     delayd restarts while kafka-1, the first of its --brokers, is away;
 //   - RegionServerKill: kill -9 of the RegionServer holding the most
-//     regions of the table, started again 60 s later;
+//     regions of the table, started again 30 s later (full: 60 s; either
+//     outlasts its 10 s ZooKeeper session);
 //   - RegionMoves: every region moved to one RegionServer, a region split,
 //     the balancer run and a major compaction requested, under input;
 //   - MasterKill: kill -9 of the HBase master, started again 20 s later.
@@ -40,6 +42,8 @@
 // until lateness stayed under 1 s, and the WARN and ERROR lines delayd
 // logged.
 //
-// The package takes about 11 minutes. With -short (outside CI) it is
-// skipped; under CI=true a cluster that does not start fails it.
+// The short form took 15 minutes on a 2-core machine at a load average of
+// 35–40, 2.6 of them starting the cluster (the full form took 15 in a CI
+// run; it is 45 s longer). With -short (outside CI) it is skipped; under
+// CI=true a cluster that does not start fails it.
 package failover

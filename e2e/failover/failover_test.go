@@ -13,10 +13,21 @@ import (
 	"github.com/delayq/delayq/e2e/e2etest"
 )
 
-// Timing of the faults.
+// Timing of the faults: `make test` runs the short form, `make faults`
+// (DELAYQ_FAULTS_FULL=1, e2etest.Full) the full one.
 const (
 	faultAt = 10 * time.Second // when a fault begins, after its input started
 	onTime  = time.Second      // lateness under this is "back to normal"
+)
+
+var (
+	// brokerDown is longer than the controller's broker session (6 s,
+	// deploy/local/cluster.sh): the killed broker is fenced and its
+	// partitions get new leaders.
+	brokerDown = e2etest.Pick(15*time.Second, 30*time.Second)
+	// rsDown is longer than the RegionServers' ZooKeeper session (10 s):
+	// the master declares the server dead and reassigns its regions.
+	rsDown = e2etest.Pick(30*time.Second, 60*time.Second)
 )
 
 // TestFaults starts the cluster and two delayd once and runs the five
@@ -140,7 +151,7 @@ func size(path string) int64 {
 }
 
 // brokerKill: kill -9 of the broker leading the most delay-input and
-// delay-scan partitions, started again 30 s later.
+// delay-scan partitions, started again 15 s (full: 30 s) later.
 func (f *faults) brokerKill(t *testing.T) {
 	p := f.begin(t, "brokerkill")
 	p.At(faultAt)
@@ -149,10 +160,10 @@ func (f *faults) brokerKill(t *testing.T) {
 	restoreOnExit(t, victim)
 	began := time.Now()
 	stackCmd(t, "stop", "--kill", victim)
-	time.Sleep(30 * time.Second)
+	time.Sleep(brokerDown)
 	stackCmd(t, "start", victim)
 	back := waitFor(t, "partitions back in sync", func() error { return replicated(f.e) })
-	p.end(began, back, true, fmt.Sprintf("%s, leader of %d of %d partitions, killed -9 and started 30 s later", victim, led, of))
+	p.end(began, back, true, fmt.Sprintf("%s, leader of %d of %d partitions, killed -9 and started %v later", victim, led, of, brokerDown))
 }
 
 // rollingBrokerRestart: kafka-1, then kafka-2 stopped with SIGTERM and
@@ -186,7 +197,7 @@ func (f *faults) rollingBrokerRestart(t *testing.T) {
 }
 
 // regionServerKill: kill -9 of the RegionServer holding the most regions
-// of the table, started again 60 s later.
+// of the table, started again 30 s (full: 60 s) later.
 func (f *faults) regionServerKill(t *testing.T) {
 	if n := perServer(regions(t, f.e)); n[regionPort] == 0 || n[regionPort+10] == 0 {
 		stackCmd(t, "admin", "balance")
@@ -202,11 +213,11 @@ func (f *faults) regionServerKill(t *testing.T) {
 	restoreOnExit(t, victim)
 	stackCmd(t, "stop", "--kill", victim)
 	killed := time.Now()
-	time.Sleep(60 * time.Second)
+	time.Sleep(rsDown)
 	stackCmd(t, "start", victim)
 	back := waitFor(t, "table answers", func() error { return tableAnswers(f.e) })
-	p.end(killed, back, false, fmt.Sprintf("%s holding %d of %d regions killed -9, started 60 s later",
-		victim, n[port], n[regionPort]+n[regionPort+10]))
+	p.end(killed, back, false, fmt.Sprintf("%s holding %d of %d regions killed -9, started %v later",
+		victim, n[port], n[regionPort]+n[regionPort+10], rsDown))
 }
 
 // regionMoves: under input, every region of the table moved to one

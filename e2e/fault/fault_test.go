@@ -10,12 +10,17 @@ import (
 	"github.com/delayq/delayq/e2e/e2etest"
 )
 
-// Timing shared by the tests.
+// Timing shared by the tests: `make test` runs the short form, `make
+// faults` (DELAYQ_FAULTS_FULL=1, e2etest.Full) the full one.
 const (
-	faultAt  = 20 * time.Second // when an outage begins, after the input started
-	onTime   = time.Second      // lateness under this is "back to normal"
-	restarts = 12               // TestRollingRestarts
-	kills    = 20               // TestKillNine
+	faultAt = 10 * time.Second // when an outage begins, after the input started
+	onTime  = time.Second      // lateness under this is "back to normal"
+)
+
+var (
+	restarts  = e2etest.Pick(4, 12)                          // TestRollingRestarts
+	kills     = e2etest.Pick(6, 20)                          // TestKillNine
+	hbaseDown = e2etest.Pick(30*time.Second, 60*time.Second) // TestHBaseOutage
 )
 
 // run is one fault test: a private-stack Env, its delayd instances and
@@ -69,20 +74,20 @@ func outage(t *testing.T, service string, kill bool, down time.Duration) {
 	r.Check(o, true)
 }
 
-// TestHBaseOutage: HBase stopped (SIGTERM) 20 s in, started again 60 s
-// after it was gone.
-func TestHBaseOutage(t *testing.T) { outage(t, "hbase", false, 60*time.Second) }
+// TestHBaseOutage: HBase stopped (SIGTERM) 10 s in, started again 30 s
+// (full: 60 s) after it was gone.
+func TestHBaseOutage(t *testing.T) { outage(t, "hbase", false, hbaseDown) }
 
-// TestRedisOutage: Redis killed -9 20 s in, started again 15 s later on its
+// TestRedisOutage: Redis killed -9 10 s in, started again 15 s later on its
 // append-only file.
 func TestRedisOutage(t *testing.T) { outage(t, "redis", true, 15*time.Second) }
 
-// TestKafkaOutage: Kafka stopped 20 s in, started again 30 s after it was
+// TestKafkaOutage: Kafka stopped 10 s in, started again 30 s after it was
 // gone. The input pauses meanwhile (the producer retries).
 func TestKafkaOutage(t *testing.T) { outage(t, "kafka", false, 30*time.Second) }
 
 // TestRollingRestarts: two delayd, restarted one after the other with
-// SIGTERM twelve times under steady input: nothing lost, nothing
+// SIGTERM four times (full: twelve) under steady input: nothing lost, nothing
 // duplicated.
 func TestRollingRestarts(t *testing.T) {
 	r := newRun(t, 2)
@@ -103,7 +108,7 @@ func TestRollingRestarts(t *testing.T) {
 }
 
 // TestKillNine: two delayd, one of them killed -9 every 6 s and restarted
-// 1 s later, twenty times: nothing lost; duplicates (at-least-once after a
+// 1 s later, six times (full: twenty): nothing lost; duplicates (at-least-once after a
 // crash) and the worst stall (max lateness) are reported.
 func TestKillNine(t *testing.T) {
 	r := newRun(t, 2)

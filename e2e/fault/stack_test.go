@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 // (PrivateStack.Require).
 func stack(t *testing.T) e2etest.Stack {
 	t.Helper()
-	private.Require(t, "the fault tests start a stack of their own and run about 11 minutes")
+	private.Require(t, "the fault tests start a stack of their own and run about 10 minutes")
 	return e2etest.Stack{
 		Brokers: []string{addr(kafkaPort)},
 		Redis:   addr(redisPort),
