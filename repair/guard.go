@@ -37,8 +37,8 @@ func Suspect(m Marker, r Replication) bool {
 // Redis before the loss is detected. A Guard holds from its start and
 // after any failed look until a look finds the index whole, so that a
 // Redis that comes back is not delivered from before the Guard saw it;
-// it stops holding after MaxHold (one WARN line), so that deliveries go
-// on without a repair (no Watcher running anywhere).
+// it stops holding after its max hold (one WARN line), so that a repair
+// that cannot finish does not stop deliveries for good.
 type Guard struct {
 	gen     *Generation
 	client  redis.UniversalClient
