@@ -270,7 +270,7 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 	w := producer.NewSplit(producer.Config{Brokers: cfg.Brokers, Auth: d.auth, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd"), AutoCreateTopics: d.opts.AutoCreateTopics}, 0)
 	defer w.Close()
 
-	inIx, watch, err := d.newRepair(rdb, store, ix)
+	inIx, watch, guard, err := d.newRepair(rdb, store, ix)
 	if err != nil {
 		return err
 	}
@@ -308,13 +308,16 @@ func (d *Daemon) runRoles(ctx context.Context) error {
 		sc, err := scanner.New(scanner.Config{
 			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
 			Prefetch: cfg.ScanPrefetch,
-			MaxDelay: cfg.MaxDelay, Hold: hold, Controls: d.topics, Logger: d.opts.Logger, Registerer: d.reg,
+			MaxDelay: cfg.MaxDelay, Hold: scanHold(hold, guard), Controls: d.topics, Logger: d.opts.Logger, Registerer: d.reg,
 			Tracer: tracing.New(d.opts.TracerProvider),
 		}, scanIndex{ix.Reader(), ix.Writer()}, store, w)
 		if err != nil {
 			return err
 		}
 		roles = append(roles, sc.Run, func(ctx context.Context) error { hold.Run(ctx); return nil })
+		if guard != nil {
+			roles = append(roles, func(ctx context.Context) error { guard.Run(ctx); return nil })
+		}
 	}
 
 	if cfg.has(RoleAPI) {

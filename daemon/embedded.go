@@ -14,7 +14,8 @@ import (
 
 // Embedded runs delayd with in-process backends: a Kafka (franz-go's kfake)
 // served on Config.Brokers[0], a Redis (miniredis) served on Config.Redis,
-// and the in-memory payload store. Any Kafka client can connect to it. It
+// and the in-memory payload store (opts.Store, when a test gives one: it
+// must start empty). Any Kafka client can connect to it. It
 // keeps nothing across restarts. banner, when non-nil, is called once the
 // backends listen, with the addresses actually served.
 func Embedded(ctx context.Context, cfg Config, opts Options, banner func(brokers, redis string)) error {
@@ -58,7 +59,9 @@ func Embedded(ctx context.Context, cfg Config, opts Options, banner func(brokers
 
 	cfg.Brokers = cluster.ListenAddrs()
 	cfg.Redis = mr.Addr()
-	opts.Store = payload.NewMemory()
+	if opts.Store == nil {
+		opts.Store = payload.NewMemory()
+	}
 	opts.AutoCreateTopics = true
 	opts.newIndex = true // a new miniredis beside an empty memory store: no loss to repair
 	d, err := New(cfg, opts)

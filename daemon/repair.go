@@ -10,7 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/ingest"
+	"github.com/delayq/delayq/internal/watermark"
 	"github.com/delayq/delayq/repair"
+	"github.com/delayq/delayq/scanner"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -63,26 +65,56 @@ func (g *guardedIndex) note(err error) error {
 	return err
 }
 
-// newRepair returns the index ingest uses and the role that detects a
-// lost index and repairs it from the store (nil when RepairInterval is
-// negative or the store cannot be scanned).
-func (d *Daemon) newRepair(rdb redis.UniversalClient, store Store, ix *zset.Index) (ingest.Index, func(context.Context) error, error) {
+// newRepair returns the index ingest uses, the role that detects a lost
+// index and repairs it from the store, and the Guard that holds the
+// scanner's deliveries until it has (both nil when RepairInterval is
+// negative).
+func (d *Daemon) newRepair(rdb redis.UniversalClient, store Store, ix *zset.Index) (ingest.Index, func(context.Context) error, *repair.Guard, error) {
 	cfg := d.cfg
 	inIx := ingestIndex{ix.Writer(), ix.OpFlags()}
 	if cfg.RepairInterval < 0 {
-		return inIx, nil, nil
+		return inIx, nil, nil, nil
 	}
 	m, err := repair.NewMetrics(d.reg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	w, err := repair.NewWatcher(repair.WatchConfig{
 		Prefix: cfg.Prefix, Interval: cfg.RepairInterval, Lookback: cfg.RepairLookback, MaxDelay: cfg.MaxDelay,
 		FlagTTL: cfg.MaxDelay + cfg.Retention, NewIndex: d.opts.newIndex, Logger: d.opts.Logger, Metrics: m,
 	}, rdb, store, ix.Repairer())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	g := &guardedIndex{ingestIndex: inIx, gen: repair.NewGeneration(rdb, cfg.Prefix), hold: 3 * w.Interval()}
-	return g, w.Run, nil
+	return g, w.Run, repair.NewGuard(rdb, cfg.Prefix, 0, 0, d.opts.Logger), nil
+}
+
+// holds is the scanner's Hold made of several: an entry is delivered once
+// every one of them lets it.
+type holds []scanner.Hold
+
+func (h holds) Cutoff(now int64) int64 {
+	c := now
+	for _, x := range h {
+		c = min(c, x.Cutoff(now))
+	}
+	return c
+}
+
+func (h holds) Poll() time.Duration {
+	p := h[0].Poll()
+	for _, x := range h[1:] {
+		p = min(p, x.Poll())
+	}
+	return p
+}
+
+// scanHold is the scanner's Hold: the ingest watermarks', and the index
+// repair's when there is one (guard nil: none).
+func scanHold(w *watermark.Follower, guard *repair.Guard) scanner.Hold {
+	if guard == nil {
+		return w
+	}
+	return holds{w, guard}
 }

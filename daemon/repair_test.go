@@ -59,3 +59,29 @@ func TestGuardedIndexHold(t *testing.T) {
 	time.Sleep(hold)
 	flagged(false, false)
 }
+
+// fixedHold is a scanner Hold with a fixed cutoff and poll.
+type fixedHold struct {
+	cutoff int64
+	poll   time.Duration
+}
+
+func (h fixedHold) Cutoff(now int64) int64 { return min(now, h.cutoff) }
+func (h fixedHold) Poll() time.Duration    { return h.poll }
+
+// TestHoldsTakeTheLowest: the scanner's holds (the ingest watermarks', the
+// index repair's) let an entry go only when every one of them does, and
+// are asked again at the shortest poll.
+func TestHoldsTakeTheLowest(t *testing.T) {
+	h := holds{fixedHold{cutoff: 500, poll: time.Second}, fixedHold{cutoff: 0, poll: 200 * time.Millisecond}}
+	if got := h.Cutoff(1000); got != 0 {
+		t.Errorf("cutoff %d with one hold at 0, want 0", got)
+	}
+	h[1] = fixedHold{cutoff: 2000, poll: 200 * time.Millisecond}
+	if got := h.Cutoff(1000); got != 500 {
+		t.Errorf("cutoff %d, want the watermark's 500", got)
+	}
+	if got := h.Poll(); got != 200*time.Millisecond {
+		t.Errorf("poll %v, want the shortest", got)
+	}
+}

@@ -57,7 +57,8 @@ func (in *Ingester) handle(ctx context.Context, msgs []payload.Message, now time
 	}
 
 	failedOf := func(i int, reason string) payload.Message { return in.failedMessage(msgs[src[i]], reason) }
-	refused, err := in.store(ctx, tasks, recorded, failedOf)
+	held := len(msgs) > 0 && msgs[0].Topic == in.cfg.Input // a batch is one lane's
+	refused, err := in.store(ctx, tasks, recorded, held, failedOf)
 	if err != nil {
 		return fmt.Errorf("ingest: store %d tasks: %w", len(tasks), err)
 	}
@@ -138,8 +139,9 @@ func (b batchSpans) end() {
 // time and the moved ones, in taskstate's order. It returns the tasks
 // refused for good, by index in tasks, or an error when ctx ended first.
 // recorded[i] is the record timestamp of tasks[i]; failedOf(i, reason) is
-// its failed-topic message (for the plan's check rows).
-func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []time.Time,
+// its failed-topic message (for the plan's check rows); held: the batch is
+// of Input, whose watermarks hold deliveries back (resolve).
+func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []time.Time, held bool,
 	failedOf func(i int, reason string) payload.Message) (map[int]refusal, error) {
 	refused := map[int]refusal{}
 	rows := make([]payload.Task, 0, len(tasks))
@@ -156,7 +158,7 @@ func (in *Ingester) store(ctx context.Context, tasks []payload.Task, recorded []
 	if err != nil {
 		return nil, fmt.Errorf("put: %w", err)
 	}
-	p, moved, read, err := in.resolve(ctx, tasks, recorded, refused)
+	p, moved, read, err := in.resolve(ctx, tasks, recorded, held, refused)
 	if err != nil {
 		return nil, err
 	}

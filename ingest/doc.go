@@ -71,7 +71,10 @@
 //     flagged (Index.Flagged, Store.GetIDs); taskstate.Decide (its Config:
 //     RescheduleGrace, and CancelBlock = MaxDelay + Retention, how long a
 //     cancel by id alone blocks its id: a submit recorded after it in that
-//     time is refused, "id cancelled", with the end);
+//     time is refused, "id cancelled", with the end; for a batch of Input
+//     with Marks set, HoldLead and MaxHold = the scanner's hold, so a
+//     reschedule recorded 2 s or more before its task's due time moves
+//     the task though read after it: the hold kept the task);
 //  3. read the stored rows a move copies (Store.Get), Plan.Settle; put the
 //     copies, index, put the cancel markers, write the id rows' new due
 //     times, in that order, so that a crash at any point is completed by

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/internal/retry"
+	"github.com/delayq/delayq/internal/watermark"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/taskstate"
 )
@@ -69,6 +70,21 @@ func ops(tasks []payload.Task, recorded []time.Time) []taskstate.Op {
 	return out
 }
 
+// rules returns taskstate's parameters for a batch; held: the batch is of
+// Input. A reschedule of such a batch read after its task's due time
+// still moves the task when it was recorded the scanner's hold lead before
+// that time (taskstate.Config.HoldLead), provided ingest publishes the
+// watermarks that make the scanner wait for it (Marks). delayd's scanner
+// holds with watermark's defaults, which this takes.
+func (in *Ingester) rules(held bool) taskstate.Config {
+	cfg := taskstate.Config{RescheduleGrace: in.cfg.RescheduleGrace,
+		CancelBlock: opFlagTTL(in.cfg.Decode.MaxDelay, in.cfg.Retention)}
+	if held && in.cfg.Marks != nil {
+		cfg.HoldLead, cfg.MaxHold = watermark.DefaultLead, watermark.DefaultMaxHold
+	}
+	return cfg
+}
+
 // resolve runs steps 1 to 3 of the id-row protocol (taskstate's doc) for
 // a batch whose task rows are stored: it flags the ops' ids, writes every
 // message's cell to its id row, reads the rows back, and has taskstate
@@ -79,7 +95,7 @@ func ops(tasks []payload.Task, recorded []time.Time) []taskstate.Op {
 // back (an op, or a flag): ingest checks the task rows of those submits
 // after indexing them (see forget), so that a cancel handled before its
 // task still takes the task's entry out of the backlog.
-func (in *Ingester) resolve(ctx context.Context, tasks []payload.Task, recorded []time.Time,
+func (in *Ingester) resolve(ctx context.Context, tasks []payload.Task, recorded []time.Time, held bool,
 	refused map[int]refusal) (*taskstate.Plan, map[payload.Ref]*payload.Task, map[uint64]bool, error) {
 	b := taskstate.Begin(ops(tasks, recorded), func(i int) bool { _, ok := refused[i]; return ok })
 	policy := retry.Policy{Backoff: in.backoff, CallTimeout: in.cfg.CallTimeout, Permanent: fenced}
@@ -126,8 +142,7 @@ func (in *Ingester) resolve(ctx context.Context, tasks []payload.Task, recorded 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	p := taskstate.Decide(b, states, time.Now().UnixMilli(), taskstate.Config{RescheduleGrace: in.cfg.RescheduleGrace,
-		CancelBlock: opFlagTTL(in.cfg.Decode.MaxDelay, in.cfg.Retention)})
+	p := taskstate.Decide(b, states, time.Now().UnixMilli(), in.rules(held))
 	rows, err := in.settle(ctx, policy, p)
 	if err != nil {
 		return nil, nil, nil, err

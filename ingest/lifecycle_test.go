@@ -545,3 +545,56 @@ func TestReusedIDState(t *testing.T) {
 		t.Errorf("failed %v, want the reuse refused", failed)
 	}
 }
+
+// TestRescheduleReadAfterDue: a reschedule that Kafka took 3 s before its
+// task was due, read only after that time (queued behind a stall), moves
+// the task when it came through Input with the watermarks published (the
+// scanner's hold kept the task); through Slow, or with no watermarks, it
+// is refused as read too late, and the task stays at its time.
+func TestRescheduleReadAfterDue(t *testing.T) {
+	now := time.Now().Truncate(time.Millisecond)
+	due, to := now.Add(-5*time.Second), now.Add(time.Hour)
+	for _, c := range []struct {
+		name  string
+		topic string
+		marks Marks
+		moves bool
+	}{
+		{"input with watermarks", "delay-input", &sink{}, true},
+		{"slow", "delay-input-slow", &sink{}, false},
+		{"no watermarks", "delay-input", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &events{}
+			st, ix, w := payload.NewMemory(), &fakeIndex{ev: ev}, &fakeWriter{ev: ev}
+			in, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Registerer: prometheus.NewRegistry(),
+				Marks: c.marks, Logger: slog.New(slog.DiscardHandler)}, st, ix, w)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			task := msg(0, 1, payload.HeaderTopic, "biz", payload.HeaderID, "r", payload.HeaderAt,
+				strconv.FormatInt(due.UnixMilli(), 10))
+			task.Time = due.Add(-time.Minute)
+			resched := msg(1, 2, payload.HeaderOp, payload.OpReschedule, payload.HeaderID, "r", payload.HeaderAt,
+				strconv.FormatInt(to.UnixMilli(), 10))
+			resched.Topic, resched.Time = c.topic, due.Add(-3*time.Second)
+			for _, m := range []kafka.Message{task, resched} {
+				if err := in.handle(t.Context(), []kafka.Message{m}, time.Now()); err != nil {
+					t.Fatalf("handle: %v", err)
+				}
+			}
+			f := &lifecycleFixture{in: in, st: st, ix: ix, w: w}
+			want := map[string][]int64{"r": {due.UnixMilli()}}
+			if c.moves {
+				want = map[string][]int64{"r": {to.UnixMilli()}}
+			}
+			if got := f.live(t); !equalLive(got, want) {
+				t.Errorf("live %v, want %v", got, want)
+			}
+			reason, failed := f.failed(t)["r"]
+			if failed == c.moves || !c.moves && !strings.Contains(reason, "delivered or being delivered") {
+				t.Errorf("in the failed topic %v (%q), want %v", failed, reason, !c.moves)
+			}
+		})
+	}
+}

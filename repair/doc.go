@@ -82,16 +82,36 @@
 // no probe is written), or no delay-input-slow watermark at the probe
 // (an older ingest: the slow lanes index tasks recorded long before, and
 // nothing says which). Record times say when a task was sent, not when
-// ingest indexed it: a lagging ingest only moves the window back. It adds without asking the index first (Unchecked): an Add of
-// a task already there adds nothing, and the checks would be most of its
-// time. A task it adds that had fallen due is delivered at once, a second
-// time if it had been delivered before the loss: the price of the
-// Lookback, counted by delayq_repair_overdue_total.
+// ingest indexed it: a lagging ingest only moves the window back. It adds
+// the tasks not yet due without asking the index first (Unchecked): an Add
+// of a task already there adds nothing, and the checks would be most of
+// its time. An overdue task it checks first: the index adds one whose
+// segment has ended to the segment of now, beside the entry it may have.
+// A task it adds that had fallen due is delivered at once, a second time
+// if it had been delivered before the loss: the price of the Lookback,
+// counted by delayq_repair_overdue_total.
+//
+// # Deliveries wait for the repair (Guard)
+//
+// A restarted or promoted Redis answers with the index it kept, and the
+// tasks due while it was away, or sent then and indexed by ingest once it
+// is back, would be delivered at once, before the check sees the loss;
+// the repair would then add those recorded in its window again, and they
+// would go out twice. A Guard, the scanner's second Hold, looks every
+// 200 ms at what Check looks at (Suspect: a loss recorded, no generation,
+// masters that show a failover or a restart) and holds every delivery
+// while it finds the index suspect, from its start and after a look that
+// failed, until a look finds it whole (the repair healed it): then the
+// entries the repair adds again are still there and add nothing. It holds
+// at most 5 min (one WARN line), so that a repair that cannot finish does
+// not stop deliveries for good; a delayd with a negative --repair-interval
+// runs neither a repair nor a Guard.
 //
 // # What it does not need
 //
-// Deliveries go on while it runs: an entry it adds late is delivered late
-// (by at most the repair's duration), an overdue one at once. Cancels need
+// Run itself needs no hold (a delayctl repair runs beside deliveries): an
+// entry it adds late is delivered late (by at most the repair's
+// duration), an overdue one at once. Cancels need
 // no hold of their own: the scanner reads the task row before delivering
 // and skips a row with a cancel marker, so a cancel stored before, during
 // or after the repair wins over an entry the repair adds; a cancel by id

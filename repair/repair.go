@@ -54,10 +54,13 @@ type Config struct {
 	// Settled, when set, says which due tasks the index no longer held
 	// shortly before the loss: delivered (see Settled).
 	Settled Settled
-	// Unchecked adds every pending row without asking the index first
-	// whether it has it: the checks are most of a repair's time, and an
-	// Add of a task already there adds nothing. Reindexed then counts
-	// every pending row, indexed or not. The automatic repair runs so.
+	// Unchecked adds every pending row not yet due without asking the
+	// index first whether it has it: the checks are most of a repair's
+	// time, and an Add of a task already there adds nothing. Overdue rows
+	// are checked all the same (an Add of one whose segment has ended
+	// goes to the segment of now: a second entry). Reindexed then counts
+	// every pending row not yet due, indexed or not, and the overdue ones
+	// the index lacked. The automatic repair runs so.
 	Unchecked bool
 	// BatchSize is the most rows checked and indexed together (default 500).
 	BatchSize int
@@ -275,16 +278,13 @@ func (r *run) flush(ctx context.Context) error {
 			keep = append(keep, e)
 		}
 	}
-	missing := keep
-	if !r.cfg.Unchecked {
-		var err error
-		if missing, err = r.missing(ctx, keep); err != nil {
-			return err
-		}
+	now := r.cfg.Now()
+	missing, err := r.missing(ctx, keep, now.UnixMilli())
+	if err != nil {
+		return err
 	}
 	stats.Present = int64(len(keep) - len(missing))
 	stats.Reindexed = int64(len(missing))
-	now := r.cfg.Now()
 	for _, e := range missing {
 		if e.ExecAt <= now.UnixMilli() {
 			stats.Overdue++
@@ -316,12 +316,19 @@ func (r *run) progress() {
 }
 
 // missing returns the entries the index lacks, in order, Checkers checks
-// at a time.
-func (r *run) missing(ctx context.Context, entries []zset.Entry) ([]zset.Entry, error) {
+// at a time. Unchecked, it takes every entry due after nowMs as missing
+// without asking: an Add of one the index has adds nothing. An overdue one
+// is checked all the same: the index adds it to the segment of now when
+// its own has ended (zset.Writer.Add), beside the entry it has there, and
+// it would be delivered twice.
+func (r *run) missing(ctx context.Context, entries []zset.Entry, nowMs int64) ([]zset.Entry, error) {
 	there := make([]bool, len(entries))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.cfg.Checkers)
 	for i, e := range entries {
+		if r.cfg.Unchecked && e.ExecAt > nowMs {
+			continue
+		}
 		g.Go(func() error {
 			ok, err := r.ix.Pending(gctx, e)
 			if err != nil {

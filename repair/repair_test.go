@@ -189,6 +189,42 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunUncheckedOverdue: an unchecked repair (the automatic one) still
+// asks the index about the overdue rows: an Add of a row whose segment has
+// ended goes to the segment of now, and one the index has in its own
+// would then be there twice (delivered twice: the duplicates of a Redis
+// restart repaired across a minute's end). Those not yet due it adds
+// without asking.
+func TestRunUncheckedOverdue(t *testing.T) {
+	f := newFixture(t, 40)
+	ctx := t.Context()
+	half := f.plain[:20]
+	if err := f.ix.Add(ctx, time.UnixMilli(f.base), half); err != nil { // in their own segments
+		t.Fatal(err)
+	}
+	later := time.UnixMilli(f.base).Add(10 * time.Minute) // every row overdue, its segment ended
+	stats, err := Run(ctx, Config{From: f.base, To: f.base + time.Hour.Milliseconds(), Unchecked: true,
+		Now: func() time.Time { return later }}, f.store, f.ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(f.plain) + len(f.extra)
+	if stats.Present != int64(len(half)) || stats.Reindexed != int64(want-len(half)) || stats.Overdue != stats.Reindexed {
+		t.Errorf("repair: %+v, want %d present, %d re-indexed, all overdue", stats, len(half), want-len(half))
+	}
+	segs, err := f.ix.Backlog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, s := range segs {
+		n += s.Pending
+	}
+	if n != int64(want) {
+		t.Errorf("%d entries in the index, want %d: a present overdue row added again", n, want)
+	}
+}
+
 func TestRunRecordedWindow(t *testing.T) {
 	f := newFixture(t, 10)
 	ctx := t.Context()

@@ -45,6 +45,18 @@ type Config struct {
 	// end it). It bounds the block exactly (see Blocks) and dates the
 	// refusal of a submit that reuses the id (CancelledReason).
 	CancelBlock time.Duration
+	// HoldLead and MaxHold are the scanner's delivery hold
+	// (internal/watermark's Lead and MaxHold): no task is delivered more
+	// than HoldLead past what ingest has stored of delay-input, unless its
+	// partition is MaxHold or more behind. So a reschedule recorded
+	// HoldLead or more before its task's due time reaches the task before
+	// it is delivered, even when ingest reads it after that time (queued
+	// behind a stall), as a cancel does: it moves the task (see late).
+	// HoldLead 0: no hold (a batch of delay-input-slow, whose watermarks
+	// the scanner does not wait for, or no watermarks published); a
+	// reschedule read after the due time is refused.
+	HoldLead time.Duration
+	MaxHold  time.Duration
 }
 
 // Batch is the ops of a batch grouped by id: the id-row cells step 1
@@ -295,7 +307,7 @@ func (p *Plan) reschedule(ops []Op, id uint64, v view, resched []int, submits bo
 	case due == 0 || st.MoveFailed == ops[resched[len(resched)-1]].Recorded:
 		p.unknown(ops, id, resched, now, cfg)
 		return 0
-	case due <= now:
+	case late(due, earliest(ops, resched), now, cfg):
 		for _, i := range resched {
 			p.Refused[i] = fmt.Sprintf(
 				"reschedule: delay-id %q was due at %s: delivered or being delivered (a reschedule must arrive before the task is due)",
@@ -313,6 +325,33 @@ func (p *Plan) reschedule(ops []Op, id uint64, v view, resched []int, submits bo
 		p.moves = append(p.moves, Move{ID: id, Row: v.row, Name: name, From: due, To: st.Moving, Src: v.src, ops: resched})
 	}
 	return st.Moving
+}
+
+// late reports whether the batch's reschedules, the earliest recorded at
+// rec (unix ms), come too late for their task due at due, read at now: the
+// task is due and may have been delivered. Not when rec is HoldLead or more
+// before the due time: the scanner delivers the task only once ingest has
+// stored what delay-input held HoldLead before it, this batch among it,
+// unless the stall lasted MaxHold (the hold's end: a reschedule read
+// MaxHold or more after its record time is late, as after any stall that
+// long). Judged by record time, the producer's clock (or the broker's,
+// with LogAppendTime), against the hold kept on delayd's.
+func late(due, rec, now int64, cfg Config) bool {
+	if due > now {
+		return false
+	}
+	held := cfg.HoldLead > 0 && rec > 0 && rec <= due-cfg.HoldLead.Milliseconds() &&
+		now-rec < cfg.MaxHold.Milliseconds()
+	return !held
+}
+
+// earliest returns the earliest record time of ops idx.
+func earliest(ops []Op, idx []int) int64 {
+	rec := ops[idx[0]].Recorded
+	for _, i := range idx[1:] {
+		rec = min(rec, ops[i].Recorded)
+	}
+	return rec
 }
 
 // unknown decides reschedules of an id with no task stored (or none

@@ -96,6 +96,64 @@ func TestDecideRules(t *testing.T) {
 	})
 }
 
+// TestDecideRescheduleBehindAStall: a reschedule that ingest reads after
+// its task's due time (queued in delay-input behind a stall) moves the
+// task when it was recorded the hold lead before that time, as a cancel in
+// its place would win: the scanner's hold keeps the task until ingest has
+// stored it. Recorded later than that, read after the hold's end, or with
+// no hold (delay-input-slow, no watermarks), it is refused as before.
+func TestDecideRescheduleBehindAStall(t *testing.T) {
+	const (
+		sec  = int64(1000)
+		due  = int64(1_000_000_000)
+		to   = due + 60*sec
+		name = "a"
+	)
+	hold := Config{RescheduleGrace: 30 * time.Second, HoldLead: 2 * time.Second, MaxHold: 5 * time.Minute}
+	noHold := Config{RescheduleGrace: 30 * time.Second}
+	stored := State{Submitted: due, SubmitRecorded: due - 60*sec}
+	resched := func(rec int64) Op { return Op{ID: 1, Name: name, Kind: Reschedule, At: to, Recorded: rec} }
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		now   int64
+		ops   []Op
+		moves bool
+	}{
+		{"recorded 3 s before due, read 10 s after it", hold, due + 10*sec, []Op{resched(due - 3*sec)}, true},
+		{"recorded the lead before due exactly", hold, due + sec, []Op{resched(due - 2*sec)}, true},
+		{"read at the due time", hold, due, []Op{resched(due - 3*sec)}, true},
+		{"two in the batch, the earlier in time", hold, due + sec, []Op{resched(due - 3*sec), resched(due - sec)}, true},
+		{"recorded within the lead", hold, due + sec, []Op{resched(due - 1999)}, false},
+		{"recorded after the due time", hold, due + sec, []Op{resched(due + 500)}, false},
+		{"read the max hold after its record time", hold, due - 3*sec + 5*60*sec, []Op{resched(due - 3*sec)}, false},
+		{"no hold", noHold, due + 10*sec, []Op{resched(due - 3*sec)}, false},
+		{"not due yet, no hold", noHold, due - sec, []Op{resched(due - 3*sec)}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := Begin(c.ops, func(int) bool { return false })
+			p := Decide(b, []State{stored.Apply(b.Writes[0])}, c.now, c.cfg)
+			moved := len(p.Moves) == 1 && p.Moves[0].From == due && p.Moves[0].To == to
+			if moved != c.moves {
+				t.Fatalf("moves %+v, refused %v; want moved %v", p.Moves, p.Refused, c.moves)
+			}
+			for i := range c.ops {
+				text, refused := p.Refused[i]
+				if refused == c.moves || !c.moves && !strings.Contains(text, "delivered or being delivered") {
+					t.Errorf("op %d refused %v (%q), want refused %v", i, refused, text, !c.moves)
+				}
+			}
+			if !c.moves {
+				return
+			}
+			p.Settle([]Row{Live, NoRow})
+			if len(p.Copies) != 1 || p.Copies[0].To != to || len(p.Markers) != 1 || p.Markers[0].At != due {
+				t.Errorf("plan %+v, want the task copied to %d and its row at %d marked", p, to, due)
+			}
+		})
+	}
+}
+
 func TestDecideReplace(t *testing.T) {
 	const (
 		now = int64(1_000_000_000)

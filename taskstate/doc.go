@@ -61,8 +61,11 @@
 //     after it; a reschedule of a cancelled id is refused.
 //   - Reschedule of a stored task not yet due moves it: the task row is
 //     copied to the new time, indexed there, the old row marked, d:a set.
-//     A reschedule of a task whose due time has passed, or of a cancelled
-//     one, is refused.
+//     A reschedule of a cancelled task is refused, and so is one read
+//     after its task's due time, unless it was recorded Config.HoldLead or
+//     more before that time through delay-input: the scanner's hold keeps
+//     the task until ingest has stored the reschedule, so it moves the task
+//     as a cancel would mark it (late).
 //   - A submit whose id row has a d:r elsewhere is moved there: its
 //     reschedule came first (another partition, delay-input-slow), or the
 //     batch is read again after a crash.

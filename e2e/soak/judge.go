@@ -72,34 +72,6 @@ func Outside(l e2etest.Ledger, due map[string]time.Time, windows [][2]time.Time)
 // resched is the suffix of a reschedule's seq (seq of its task + resched).
 const resched = "/resched"
 
-// lateReschedule is the start of the delay-error of a reschedule ingest
-// read after its task was due.
-const lateReschedule = "was due at"
-
-// RefusedLate finds in failed the reschedules of l's tasks that ingest
-// refused because it read them after their task was due, and takes those
-// tasks out of l's judgement (into Either) and the reschedules out of its
-// Cancels; it returns their seqs. Kafka took them in time, but a stall
-// held them in delay-input past the due time: the watermark holds the
-// deliveries, which makes a late cancel win, but ingest judges a
-// reschedule late by the clock (docs/faults.md).
-func RefusedLate(l e2etest.Ledger, failed []e2etest.Received) []string {
-	var seqs []string
-	for _, g := range failed {
-		seq := e2etest.Header(g.Msg, "seq")
-		task, ok := strings.CutSuffix(seq, resched)
-		if !ok || !l.Cancels[seq] || !strings.Contains(e2etest.Header(g.Msg, payload.HeaderError), lateReschedule) {
-			continue
-		}
-		delete(l.Cancels, seq)
-		delete(l.Due, task)
-		l.Either[task] = true
-		seqs = append(seqs, seq)
-	}
-	slices.Sort(seqs)
-	return seqs
-}
-
 // EarlySeqs returns up to ten seqs of l's tasks delivered before their
 // due time, to look up in the logs.
 func EarlySeqs(l e2etest.Ledger, got []e2etest.Received) []string {

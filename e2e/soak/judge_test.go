@@ -65,35 +65,6 @@ func TestWindows(t *testing.T) {
 	}
 }
 
-// TestRefusedLate: only a judged reschedule refused because its task was
-// due takes its task out of the judgement; other refusals stay problems.
-func TestRefusedLate(t *testing.T) {
-	l := e2etest.NewLedger()
-	for _, seq := range []string{"r1", "r2", "r3"} {
-		l.Due[seq] = e2etest.Due{}
-		l.Cancels[seq+resched] = true
-	}
-	failed := func(seq, reason string) e2etest.Received {
-		return e2etest.Received{Msg: kafka.Message{Headers: []kafka.Header{
-			{Key: "seq", Value: []byte(seq)}, {Key: "delay-error", Value: []byte(reason)},
-		}}}
-	}
-	got := RefusedLate(l, []e2etest.Received{
-		failed("r1/resched", `reschedule: delay-id "x-r1" was due at 2026-11-28T03:51:30.899Z: delivered or being delivered`),
-		failed("r2/resched", "reschedule: no task with delay-id x-r2"),
-		failed("other/resched", `reschedule: delay-id "x" was due at 2026-11-28T03:51:30.899Z`),
-	})
-	if len(got) != 1 || got[0] != "r1/resched" {
-		t.Fatalf("RefusedLate = %v, want [r1/resched]", got)
-	}
-	if _, due := l.Due["r1"]; due || !l.Either["r1"] || l.Cancels["r1/resched"] {
-		t.Errorf("r1 still judged: due %v, either %v, cancels %v", l.Due, l.Either, l.Cancels)
-	}
-	if _, due := l.Due["r2"]; !due || !l.Cancels["r2/resched"] {
-		t.Errorf("r2 no longer judged: due %v, cancels %v", l.Due, l.Cancels)
-	}
-}
-
 // TestEarlySeqs names the tasks delivered before their due time only.
 func TestEarlySeqs(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
