@@ -578,8 +578,8 @@ func TestRescheduleReadAfterDue(t *testing.T) {
 			resched := msg(1, 2, payload.HeaderOp, payload.OpReschedule, payload.HeaderID, "r", payload.HeaderAt,
 				strconv.FormatInt(to.UnixMilli(), 10))
 			resched.Topic, resched.Time = c.topic, due.Add(-3*time.Second)
-			for _, m := range []kafka.Message{task, resched} {
-				if err := in.handle(t.Context(), []kafka.Message{m}, time.Now()); err != nil {
+			for _, m := range []payload.Message{task, resched} {
+				if err := in.handle(t.Context(), []payload.Message{m}, time.Now()); err != nil {
 					t.Fatalf("handle: %v", err)
 				}
 			}
