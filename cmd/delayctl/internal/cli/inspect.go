@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -98,56 +99,9 @@ cancelled by id alone of which no task was stored (said so).`,
 				}
 				return in.report(sys.Stdout, asJSON)
 			}
-			ix, rdb, err := g.openIndex(ctx)
+			in, err := inspectStored(ctx, sys, g, id, at.ms(), cmd.Flags().Changed("at"))
 			if err != nil {
-				return withAPIHint(err)
-			}
-			defer rdb.Close()
-			store, err := g.openStore(ctx)
-			if err != nil {
-				return withAPIHint(err)
-			}
-			defer store.Close()
-
-			ref := payload.Ref{ID: payload.TaskID(id), ExecAt: at.ms()}
-			var state string
-			var block *idBlock
-			if !cmd.Flags().Changed("at") {
-				st, err := payload.State(ctx, store, id, sys.Now())
-				if err != nil {
-					return g.hbaseError(err)
-				}
-				if st.Phase == payload.PhaseUnknown {
-					return fmt.Errorf("no task with id %q in table %s (give --at for a task stored before ids were tracked)", id, g.table)
-				}
-				ref.ExecAt, state = st.At, string(st.Phase)
-				block = blockOf(st)
-			}
-			rows, err := store.Get(ctx, []payload.Ref{ref})
-			if err != nil {
-				return g.hbaseError(err)
-			}
-			e := zset.Entry{ID: ref.ID, ExecAt: ref.ExecAt}
-			pending, err := ix.Pending(ctx, e)
-			if err != nil {
-				return fmt.Errorf("redis at %s: %w", g.redis, err)
-			}
-			in := inspection{
-				ID: id, ID64: strconv.FormatUint(ref.ID, 10), ExecAt: ref.ExecAt,
-				Due: payload.FormatTime(ref.ExecAt), Table: g.table,
-				RowKey:  hex.EncodeToString(payload.RowKey(g.salts, ref)),
-				Pending: pending, Zset: ix.Key(e), State: state,
-			}
-			in.setBlock(block)
-			if t := rows[0]; t != nil {
-				in.Stored, in.Topic, in.Cancelled, in.Payload = true, t.Topic, t.Cancel, len(t.Value)
-				if t.Key != nil {
-					k := string(t.Key)
-					in.Key = &k
-				}
-				for _, h := range t.Headers {
-					in.Headers = append(in.Headers, header{Key: h.Key, Value: string(h.Value)})
-				}
+				return err
 			}
 			return in.report(sys.Stdout, asJSON)
 		},
@@ -157,6 +111,63 @@ cancelled by id alone of which no task was stored (said so).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	api.register(cmd)
 	return cmd
+}
+
+// inspectStored reads the task id due at (its current due time unless
+// atSet) from HBase, and from Redis whether it is pending.
+func inspectStored(ctx context.Context, sys *IO, g *globals, id string, at int64, atSet bool) (inspection, error) {
+	ix, rdb, err := g.openIndex(ctx)
+	if err != nil {
+		return inspection{}, withAPIHint(err)
+	}
+	defer rdb.Close()
+	store, err := g.openStore(ctx)
+	if err != nil {
+		return inspection{}, withAPIHint(err)
+	}
+	defer store.Close()
+
+	ref := payload.Ref{ID: payload.TaskID(id), ExecAt: at}
+	var state string
+	var block *idBlock
+	if !atSet {
+		st, err := payload.State(ctx, store, id, sys.Now())
+		if err != nil {
+			return inspection{}, g.hbaseError(err)
+		}
+		if st.Phase == payload.PhaseUnknown {
+			return inspection{}, fmt.Errorf("no task with id %q in table %s (give --at for a task stored before ids were tracked)", id, g.table)
+		}
+		ref.ExecAt, state = st.At, string(st.Phase)
+		block = blockOf(st)
+	}
+	rows, err := store.Get(ctx, []payload.Ref{ref})
+	if err != nil {
+		return inspection{}, g.hbaseError(err)
+	}
+	e := zset.Entry{ID: ref.ID, ExecAt: ref.ExecAt}
+	pending, err := ix.Pending(ctx, e)
+	if err != nil {
+		return inspection{}, fmt.Errorf("redis at %s: %w", g.redis, err)
+	}
+	in := inspection{
+		ID: id, ID64: strconv.FormatUint(ref.ID, 10), ExecAt: ref.ExecAt,
+		Due: payload.FormatTime(ref.ExecAt), Table: g.table,
+		RowKey:  hex.EncodeToString(payload.RowKey(g.salts, ref)),
+		Pending: pending, Zset: ix.Key(e), State: state,
+	}
+	in.setBlock(block)
+	if t := rows[0]; t != nil {
+		in.Stored, in.Topic, in.Cancelled, in.Payload = true, t.Topic, t.Cancel, len(t.Value)
+		if t.Key != nil {
+			k := string(t.Key)
+			in.Key = &k
+		}
+		for _, h := range t.Headers {
+			in.Headers = append(in.Headers, header{Key: h.Key, Value: string(h.Value)})
+		}
+	}
+	return in, nil
 }
 
 // report prints in; a task without a row is an error.
