@@ -206,12 +206,9 @@ func (f *taskFlags) check(cmd *cobra.Command, sys *IO) error {
 	if err := requireID(cmd, f.replace); err != nil {
 		return err
 	}
-	atSet, afterSet := cmd.Flags().Changed("at"), cmd.Flags().Changed("after")
-	switch {
-	case atSet && afterSet:
-		return usagef("--at and --after: give one, not both")
-	case !atSet && !afterSet:
-		return usagef("--at or --after is required")
+	atSet, err := atOrAfter(cmd)
+	if err != nil {
+		return err
 	}
 	if len(f.id) > 128 {
 		return usagef("--id: %d bytes, over the 128-byte limit", len(f.id))
@@ -289,6 +286,19 @@ func (f *taskFlags) send(cmd *cobra.Command, sys *IO, g *globals, task delayq.Ta
 	fmt.Fprintf(out, "due    %s, in %v\n", formatTime(r.At.UnixMilli()), r.At.Sub(sys.Now()).Round(time.Second))
 	fmt.Fprintf(out, "topic  %s (via %s)\n", f.topic, r.Input)
 	return nil
+}
+
+// atOrAfter checks that exactly one of --at and --after is given and
+// reports whether it is --at.
+func atOrAfter(cmd *cobra.Command) (atSet bool, err error) {
+	atSet, afterSet := cmd.Flags().Changed("at"), cmd.Flags().Changed("after")
+	switch {
+	case atSet && afterSet:
+		return false, usagef("--at and --after: give one, not both")
+	case !atSet && !afterSet:
+		return false, usagef("--at or --after is required")
+	}
+	return atSet, nil
 }
 
 // requireID: a replace names the task it replaces.
