@@ -35,14 +35,20 @@ tools:
 vet:
 	$(GO) vet ./...
 
-# Shape limits of the task rules, their executors and the wire codec
-# (payload and its stores; gocognit walks subdirectories): no cognitive
-# complexity over 30 (gocognit, installed into GOPATH/bin when missing);
+# Shape limit of every non-test package: no cognitive complexity over 30
+# (gocognit, installed into GOPATH/bin when missing; it walks the tree),
+# except the functions named with their reasons in .ci/gocognit-exceptions;
+# a named one no longer over 30 fails too, so the list only shrinks.
 # taskstate's TestFunctionLength checks the 80-line limit.
 GOCOGNIT := $(shell $(GO) env GOPATH)/bin/gocognit
+GOCOGNIT_EXCEPTIONS := .ci/gocognit-exceptions
 lint:
 	@test -x $(GOCOGNIT) || $(GO) install github.com/uudashr/gocognit/cmd/gocognit@v1.3.0
-	$(GOCOGNIT) -over 30 -ignore '_test' ./taskstate ./ingest ./scanner ./payload
+	@$(GOCOGNIT) -over 30 -ignore '_test\.go$$' -f '{{.Complexity}} {{.Pos.Filename}} {{.FuncName}}{{"\n"}}' . | \
+	awk 'NR == FNR { sub(/ *#.*/, ""); if (NF == 2) named[$$1 " " $$2] = 1; next } \
+	  NF == 3 { k = $$2 " " $$3; if (k in named) { seen[k] = 1; next } print "gocognit " $$1 ": " k " (over 30; split it, or name it in $(GOCOGNIT_EXCEPTIONS) with a reason)"; bad = 1 } \
+	  END { for (k in named) if (!(k in seen)) { print "$(GOCOGNIT_EXCEPTIONS): " k " is no longer over 30; take it off the list"; bad = 1 } exit bad }' \
+	  $(GOCOGNIT_EXCEPTIONS) -
 
 # Unit tests only: no services needed (integration tests skip with a message
 # saying `make up`, except under CI=true where they fail).

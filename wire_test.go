@@ -1,9 +1,7 @@
 package delayq
 
 import (
-	"encoding/json"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -11,77 +9,10 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
+	"github.com/delayq/delayq/internal/wiretest"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
 )
-
-// wireVectors is testdata/wire/vectors.json, the wire cases every client
-// (Go, Java, Python) and payload.Decode are tested against; the format is
-// testdata/wire/README.md's. payload's wire_test.go reads the same file.
-type wireVectors struct {
-	Version   int          `json:"version"`
-	NowMS     int64        `json:"now_ms"`
-	MaxDelay  string       `json:"max_delay"`
-	SlowAfter string       `json:"slow_after"`
-	Input     string       `json:"input"`
-	Slow      string       `json:"slow"`
-	Client    []wireClient `json:"client"`
-}
-
-type wireClient struct {
-	Name string `json:"name"`
-	Op   string `json:"op"`
-	Task struct {
-		ID          string      `json:"id"`
-		Topic       string      `json:"topic"`
-		AtMS        int64       `json:"at_ms"`
-		After       string      `json:"after"`
-		Key         *string     `json:"key"`
-		Value       *string     `json:"value"`
-		Headers     [][2]string `json:"headers"`
-		Every       string      `json:"every"`
-		Cron        string      `json:"cron"`
-		TZ          string      `json:"tz"`
-		UntilMS     int64       `json:"until_ms"`
-		Count       int         `json:"count"`
-		ExpireAfter string      `json:"expire_after"`
-	} `json:"task"`
-	Want *struct {
-		Topic   string      `json:"topic"`
-		Key     *string     `json:"key"`
-		Headers [][2]string `json:"headers"`
-	} `json:"want"`
-	Error string `json:"error"`
-}
-
-func loadWireVectors(t *testing.T) wireVectors {
-	t.Helper()
-	b, err := os.ReadFile("testdata/wire/vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v wireVectors
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("testdata/wire/vectors.json: %v", err)
-	}
-	if v.Version != 1 || len(v.Client) == 0 {
-		t.Fatalf("testdata/wire/vectors.json: version %d with %d client cases, want version 1 with some", v.Version, len(v.Client))
-	}
-	return v
-}
-
-// wireDuration reads a Go duration of a vector ("" is zero).
-func wireDuration(t *testing.T, s string) time.Duration {
-	t.Helper()
-	if s == "" {
-		return 0
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		t.Fatalf("duration %q: %v", s, err)
-	}
-	return d
-}
 
 func wireTime(ms int64) time.Time {
 	if ms == 0 {
@@ -90,23 +21,16 @@ func wireTime(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
-func wireBytes(s *string) []byte {
-	if s == nil {
-		return nil
-	}
-	return []byte(*s)
-}
-
 // TestWireVectors builds the message of each client case of
 // testdata/wire/vectors.json with the client's clock at now_ms, without a
 // broker, and compares its topic, key and headers (in order) with the
 // case's, or its error with the case's reason.
 func TestWireVectors(t *testing.T) {
-	v := loadWireVectors(t)
+	v := wiretest.Load(t)
 	now := time.UnixMilli(v.NowMS).UTC()
 	c, err := New(Config{
-		MaxDelay:  wireDuration(t, v.MaxDelay),
-		SlowAfter: wireDuration(t, v.SlowAfter),
+		MaxDelay:  wiretest.Duration(t, v.MaxDelay),
+		SlowAfter: wiretest.Duration(t, v.SlowAfter),
 		Input:     v.Input,
 		Slow:      v.Slow,
 		Now:       func() time.Time { return now },
@@ -123,10 +47,10 @@ func TestWireVectors(t *testing.T) {
 				t.Fatal("a case has exactly one of want and error")
 			}
 			task := Task{
-				ID: tc.Task.ID, Topic: tc.Task.Topic, At: wireTime(tc.Task.AtMS), After: wireDuration(t, tc.Task.After),
-				Key: wireBytes(tc.Task.Key), Value: wireBytes(tc.Task.Value),
-				Every: wireDuration(t, tc.Task.Every), Cron: tc.Task.Cron, TZ: tc.Task.TZ,
-				Until: wireTime(tc.Task.UntilMS), Count: tc.Task.Count, ExpireAfter: wireDuration(t, tc.Task.ExpireAfter),
+				ID: tc.Task.ID, Topic: tc.Task.Topic, At: wireTime(tc.Task.AtMS), After: wiretest.Duration(t, tc.Task.After),
+				Key: wiretest.Bytes(tc.Task.Key), Value: wiretest.Bytes(tc.Task.Value),
+				Every: wiretest.Duration(t, tc.Task.Every), Cron: tc.Task.Cron, TZ: tc.Task.TZ,
+				Until: wireTime(tc.Task.UntilMS), Count: tc.Task.Count, ExpireAfter: wiretest.Duration(t, tc.Task.ExpireAfter),
 			}
 			for _, h := range tc.Task.Headers {
 				task.Headers = append(task.Headers, kafka.Header{Key: h[0], Value: []byte(h[1])})
@@ -159,10 +83,10 @@ func TestWireVectors(t *testing.T) {
 			if m.Topic != tc.Want.Topic {
 				t.Errorf("topic %q, want %q", m.Topic, tc.Want.Topic)
 			}
-			if want := wireBytes(tc.Want.Key); string(m.Key) != string(want) || (m.Key == nil) != (want == nil) {
+			if want := wiretest.Bytes(tc.Want.Key); string(m.Key) != string(want) || (m.Key == nil) != (want == nil) {
 				t.Errorf("key %q, want %q", m.Key, want)
 			}
-			if want := wireBytes(tc.Task.Value); string(m.Value) != string(want) {
+			if want := wiretest.Bytes(tc.Task.Value); string(m.Value) != string(want) {
 				t.Errorf("value %q, want %q", m.Value, want)
 			}
 			got := make([][2]string, len(m.Headers))
@@ -187,7 +111,7 @@ func TestWireVectors(t *testing.T) {
 	}
 	// The file names the contract's values: they must be the client's.
 	if v.Input != topics.Input || v.Slow != topics.Slow ||
-		wireDuration(t, v.MaxDelay) != payload.DefaultMaxDelay || wireDuration(t, v.SlowAfter) != DefaultSlowAfter {
+		wiretest.Duration(t, v.MaxDelay) != payload.DefaultMaxDelay || wiretest.Duration(t, v.SlowAfter) != DefaultSlowAfter {
 		t.Errorf("vectors' input %q, slow %q, max_delay %s, slow_after %s: not the client's defaults", v.Input, v.Slow, v.MaxDelay, v.SlowAfter)
 	}
 }

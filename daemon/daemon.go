@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/delayq/delayq/internal/tracing"
-	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,35 +11,25 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/delayq/delayq/console"
-	"github.com/delayq/delayq/dispatcher"
-	"github.com/delayq/delayq/dispatcher/redlock"
 	"github.com/delayq/delayq/ingest"
 	"github.com/delayq/delayq/internal/httpserve"
 	"github.com/delayq/delayq/internal/redisconn"
-	"github.com/delayq/delayq/internal/retry"
-	"github.com/delayq/delayq/internal/version"
-	"github.com/delayq/delayq/internal/watermark"
-	"github.com/delayq/delayq/kafka/admin"
 	"github.com/delayq/delayq/kafka/kafkaauth"
-	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/payload/find"
-	"github.com/delayq/delayq/payload/hbase"
 	"github.com/delayq/delayq/repair"
-	"github.com/delayq/delayq/scanner"
 	"github.com/delayq/delayq/topicctl"
 	"github.com/delayq/delayq/topics"
-	"github.com/delayq/delayq/zset"
 )
 
 // writerBatch is the BatchSize of the writer the roles share.
@@ -198,163 +186,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		err = nil
 	}
-	return err
-}
-
-func (d *Daemon) runRoles(ctx context.Context) error {
-	cfg := d.cfg
-	startup, err := retry.NewStage("startup", d.log, d.reg)
-	if err != nil {
-		return err
-	}
-	// Setup waits for its dependencies as long as it takes, like the roles.
-	setup := retry.Policy{CallTimeout: 30 * time.Second}
-	if err := startup.Do(ctx, "create topics", setup, d.noteStart("create topics", func(ctx context.Context) error {
-		specs := admin.Defaults(cfg.Partitions)
-		for i := range specs {
-			specs[i].ReplicationFactor = cfg.ReplicationFactor
-		}
-		return admin.Ensure(ctx, cfg.Brokers, d.auth, specs)
-	})); err != nil {
-		return err
-	}
-	store, storeDesc := d.opts.Store, "in-memory (nothing kept across restarts)"
-	if store == nil {
-		storeDesc = "hbase " + cfg.Table + " via " + cfg.HBaseZK
-		// A table written with another salt count can never be read right:
-		// that is fatal, not an outage to wait out.
-		tableSetup := setup
-		tableSetup.Permanent = func(err error) bool { return errors.Is(err, hbase.ErrSaltsMismatch) }
-		if err := startup.Do(ctx, "create table", tableSetup, d.noteStart("create table", func(ctx context.Context) error {
-			return hbase.CreateTable(ctx, cfg.HBaseZK, cfg.HBaseZKRoot, cfg.Table, cfg.Salts)
-		})); err != nil {
-			return err
-		}
-		hcfg := cfg.hbaseConfig()
-		hcfg.Logger, hcfg.Registerer = d.opts.Logger, d.reg
-		hb, err := hbase.New(hcfg)
-		if err != nil {
-			return fmt.Errorf("hbase store: %w", err)
-		}
-		defer hb.Close()
-		store = hb
-	}
-	rdb, err := redisconn.New(cfg.redisConn())
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	pingRedis := setup
-	pingRedis.Permanent = func(err error) bool { return errors.Is(err, redisconn.ErrClusterNode) }
-	if err := startup.Do(ctx, "ping redis", pingRedis, d.noteStart("ping redis", func(ctx context.Context) error {
-		return redisconn.Ping(ctx, rdb)
-	})); err != nil {
-		return err
-	}
-	zcfg := cfg.zsetConfig()
-	zcfg.Registerer = d.reg
-	ix, err := zset.New(rdb, zcfg)
-	if err != nil {
-		return err
-	}
-	if d.topics, err = topicctl.New(rdb, topicctl.Config{Prefix: cfg.Prefix}); err != nil {
-		return err
-	}
-	// Keys written with another segment, shard count or fill are misread:
-	// like the table's salts, a mismatch is fatal, not an outage.
-	checkLayout := setup
-	checkLayout.Permanent = func(err error) bool { return errors.Is(err, zset.ErrLayoutMismatch) }
-	if err := startup.Do(ctx, "check redis layout", checkLayout, d.noteStart("check redis layout", ix.CheckLayout)); err != nil {
-		return err
-	}
-	w := producer.NewSplit(producer.Config{Brokers: cfg.Brokers, Auth: d.auth, BatchSize: writerBatch, ClientID: version.Get().ClientID("delayd"), AutoCreateTopics: d.opts.AutoCreateTopics}, 0)
-	defer w.Close()
-
-	inIx, watch, guard, err := d.newRepair(rdb, store, ix)
-	if err != nil {
-		return err
-	}
-	var roles []func(context.Context) error
-	if watch != nil {
-		roles = append(roles, watch)
-	}
-	decode := payload.DecodeConfig{MaxDelay: cfg.MaxDelay, AllowTopic: topics.Allow(cfg.AllowTopics)}
-	if cfg.has(RoleIngest) {
-		in, err := ingest.New(ingest.Config{
-			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-ingest", SlowRate: cfg.SlowRate, BatchSize: cfg.IngestBatch,
-			Decode: decode,
-			Marks:  ix.Watermarks(), Retention: cfg.Retention, Logger: d.opts.Logger, Registerer: d.reg,
-			Replicas: replicas(rdb, cfg), Tracer: tracing.New(d.opts.TracerProvider),
-		}, store, inIx, w)
-		if err != nil {
-			return err
-		}
-		roles = append(roles, in.Run)
-	}
-	if cfg.has(RoleDispatcher) {
-		dp, err := dispatcher.New(dispatcher.Config{
-			Tick: cfg.Tick, LockPrefix: cfg.Prefix, Logger: d.opts.Logger, Registerer: d.reg,
-		}, dispatchIndex{ix.Reader(), ix.Maintenance()}, redlock.New(rdb), w)
-		if err != nil {
-			return err
-		}
-		roles = append(roles, dp.Run)
-	}
-	if cfg.has(RoleScanner) {
-		hold, err := watermark.NewFollower(watermark.Config{Topic: topics.Input}, ix.Watermarks(), d.opts.Logger, d.reg)
-		if err != nil {
-			return err
-		}
-		sc, err := scanner.New(scanner.Config{
-			Brokers: cfg.Brokers, Auth: d.auth, GroupID: cfg.GroupPrefix + "-scanner", Workers: cfg.ScanWorkers, Coalesce: cfg.ScanCoalesce,
-			Prefetch: cfg.ScanPrefetch,
-			MaxDelay: cfg.MaxDelay, Hold: scanHold(hold, guard), Controls: d.topics, Logger: d.opts.Logger, Registerer: d.reg,
-			Tracer: tracing.New(d.opts.TracerProvider),
-		}, scanIndex{ix.Reader(), ix.Writer()}, store, w)
-		if err != nil {
-			return err
-		}
-		roles = append(roles, sc.Run, func(ctx context.Context) error { hold.Run(ctx); return nil })
-		if guard != nil {
-			roles = append(roles, func(ctx context.Context) error { guard.Run(ctx); return nil })
-		}
-	}
-
-	if cfg.has(RoleAPI) {
-		run, closeClient, err := d.newAPI(store, decode)
-		if err != nil {
-			return err
-		}
-		defer closeClient()
-		roles = append(roles, run)
-	}
-
-	h, err := newHealth(d.probes(rdb, store), d.log, d.reg)
-	if err != nil {
-		return err
-	}
-	d.health.Store(h)
-	d.attachConsole(ix.Maintenance(), store, w, h)
-
-	g, gctx := errgroup.WithContext(ctx)
-	for _, run := range roles {
-		g.Go(func() error { return run(gctx) })
-	}
-	hctx, stopHealth := context.WithCancel(gctx)
-	healthDone := make(chan struct{})
-	go func() {
-		defer close(healthDone)
-		h.run(hctx)
-	}()
-	defer func() {
-		stopHealth()
-		<-healthDone
-	}()
-	d.ready.Store(true)
-	d.log.Info("delayd ready", "roles", cfg.Roles, "brokers", cfg.Brokers, "kafka", cfg.Kafka, "redis", cfg.redisConn(),
-		"store", storeDesc, "tick", cfg.Tick.String(), "http", cfg.HTTP)
-	err = g.Wait()
-	d.ready.Store(false)
 	return err
 }
 

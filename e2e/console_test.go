@@ -161,14 +161,7 @@ func startEmbedded(t *testing.T, env []string) *embedded {
 			t.Logf("delayd output:\n%s", d.logs.String())
 		}
 	})
-	e2etest.WaitFor(t, 60*time.Second, "delayd --embedded ready", func() bool {
-		res, err := http.Get("http://127.0.0.1:" + port + "/readyz")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
+	e2etest.WaitReady(t, "127.0.0.1:"+port, 60*time.Second)
 	return d
 }
 

@@ -3,7 +3,6 @@ package e2e
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -57,13 +56,7 @@ func TestEmbeddedTopicControls(t *testing.T) {
 		c.Roles = append(slices.Clone(daemon.AllRoles), daemon.RoleAPI)
 		c.API = apiAddr
 	})
-	e2etest.WaitFor(t, 30*time.Second, "the API to listen", func() bool {
-		res, err := http.Get("http://" + apiAddr + "/v1/openapi.yaml")
-		if err == nil {
-			res.Body.Close()
-		}
-		return err == nil
-	})
+	waitAPI(t, apiAddr)
 	runControls(t, e, "http://"+apiAddr, controlSizes{
 		paused: 200, other: 100, expiring: 50, pause: 8 * time.Second, expireAfter: time.Second,
 		burst: 1000, rate: 250,
@@ -76,19 +69,9 @@ func runControls(t *testing.T, e *e2etest.Env, base string, sz controlSizes) {
 	outP, outO, outX, outL, failed := e.Collect(paused), e.Collect(other), e.Collect(expiring), e.Collect(limited), e.Collect(topics.Failed)
 	call := func(method, path, body string) map[string]any {
 		t.Helper()
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer res.Body.Close()
-		var m map[string]any
-		if err := json.NewDecoder(res.Body).Decode(&m); err != nil || res.StatusCode != http.StatusOK {
-			t.Fatalf("%s %s: %d %v %v", method, path, res.StatusCode, m, err)
+		code, m := apiCall(t, strings.TrimPrefix(base, "http://"), method, path, body)
+		if code != http.StatusOK {
+			t.Fatalf("%s %s: %d %v", method, path, code, m)
 		}
 		return m
 	}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -64,31 +63,9 @@ func TestEmbeddedAPI(t *testing.T) {
 	out := e.Collect(topic)
 	call := func(method, path, body string) (int, map[string]any) {
 		t.Helper()
-		req, err := http.NewRequest(method, "http://"+apiAddr+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer res.Body.Close()
-		var m map[string]any
-		if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
-			t.Fatalf("%s %s: %d, not JSON: %v", method, path, res.StatusCode, err)
-		}
-		return res.StatusCode, m
+		return apiCall(t, apiAddr, method, path, body)
 	}
-	e2etest.WaitFor(t, 30*time.Second, "the API to listen", func() bool {
-		res, err := http.Get("http://" + apiAddr + "/v1/openapi.yaml")
-		if err == nil {
-			res.Body.Close()
-		}
-		return err == nil
-	})
+	waitAPI(t, apiAddr)
 	code, m := call("POST", "/v1/tasks", fmt.Sprintf(`{"topic":%q,"id":"kept","after":"3s","value":"v"}`, topic))
 	if code != http.StatusCreated {
 		t.Fatalf("POST kept: %d %v", code, m)

@@ -1,9 +1,11 @@
 package e2e
 
 import (
-	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,29 +43,8 @@ func embeddedEnvWith(t *testing.T, dopts daemon.Options, opts ...func(*daemon.Co
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan [2]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Embedded(ctx, cfg, dopts, func(brokers, redis string) { addrs <- [2]string{brokers, redis} })
-	}()
-	var a [2]string
-	select {
-	case a = <-addrs:
-	case err := <-done:
-		cancel()
-		t.Fatalf("embedded delayd exited: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("embedded delayd did not start in 30s")
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("embedded delayd: %v", err)
-		}
-	})
-	return &e2etest.Env{T: t, Stack: e2etest.Stack{Brokers: []string{a[0]}, Redis: a[1]}, Run: fmt.Sprintf("emb%d", time.Now().UnixNano())}
+	brokers, redis := e2etest.Embedded(t, cfg, dopts)
+	return &e2etest.Env{T: t, Stack: e2etest.Stack{Brokers: []string{brokers}, Redis: redis}, Run: fmt.Sprintf("emb%d", time.Now().UnixNano())}
 }
 
 // awaitDelivery waits until every due task of l arrived (or timeout), then
@@ -106,3 +87,38 @@ func mustBeClean(t *testing.T, r e2etest.Report) {
 }
 
 func TestMain(m *testing.M) { os.Exit(e2etest.Main(m)) }
+
+// apiCall makes an HTTP API request to delayd at addr and returns the
+// status and the JSON body (failing t when it is not JSON).
+func apiCall(t *testing.T, addr, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
+		t.Fatalf("%s %s: %d, not JSON: %v", method, path, res.StatusCode, err)
+	}
+	return res.StatusCode, m
+}
+
+// waitAPI waits until the HTTP API at addr serves its OpenAPI document.
+func waitAPI(t *testing.T, addr string) {
+	t.Helper()
+	e2etest.WaitFor(t, 30*time.Second, "the API to listen", func() bool {
+		res, err := http.Get("http://" + addr + "/v1/openapi.yaml")
+		if err == nil {
+			res.Body.Close()
+		}
+		return err == nil
+	})
+}

@@ -2,14 +2,12 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/delayq/delayq/internal/fence"
-	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/zset"
 )
 
@@ -24,7 +22,8 @@ import (
 // undo), and its generation ends. Kafka refuses the commit of an ended
 // generation on its own; the fence refuses it earlier and counts it.
 //
-// The wrappers are installed once by New; reads are not fenced.
+// The wrappers (fence.WrapStore for the store) are installed once by New;
+// reads are not fenced.
 
 // Values of the write label of delayq_fenced_writes_total.
 const (
@@ -36,34 +35,11 @@ const (
 
 // fenced reports a write the fence refused: retrying it cannot help, the
 // lease was revoked (or the context ended while it was lapsed).
-func fenced(err error) bool { return errors.Is(err, fence.ErrFenced) }
+var fenced = fence.Refused
 
 // check checks the fence of ctx and counts a refusal.
 func check(ctx context.Context, c *prometheus.CounterVec, write string) error {
-	err := fence.Check(ctx)
-	if err != nil {
-		c.WithLabelValues("ingest", write).Inc()
-	}
-	return err
-}
-
-type fencedStore struct {
-	Store
-	fenced *prometheus.CounterVec
-}
-
-func (st fencedStore) Put(ctx context.Context, tasks []payload.Task) error {
-	if err := check(ctx, st.fenced, writePut); err != nil {
-		return err
-	}
-	return st.Store.Put(ctx, tasks)
-}
-
-func (st fencedStore) PutIDs(ctx context.Context, writes []payload.IDWrite) error {
-	if err := check(ctx, st.fenced, writePut); err != nil {
-		return err
-	}
-	return st.Store.PutIDs(ctx, writes)
+	return fence.Counter{Refused: c, Stage: "ingest"}.Check(ctx, write)
 }
 
 type fencedIndex struct {

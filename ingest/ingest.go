@@ -109,7 +109,7 @@ func New(cfg Config, store Store, ix Index, w Writer) (*Ingester, error) {
 	return &Ingester{
 		cfg: cfg,
 		// Every write is checked against the fence of its context (fence.go).
-		st:      fencedStore{Store: store, fenced: m.fenced},
+		st:      fence.WrapStore(store, fence.Counter{Refused: m.fenced, Stage: "ingest"}, writePut),
 		ix:      fencedIndex{Index: ix, fenced: m.fenced},
 		w:       fencedWriter{Writer: w, fenced: m.fenced},
 		log:     log,
@@ -203,19 +203,11 @@ func (in *Ingester) runGeneration(ctx, gctx context.Context, gen *kafka.Generati
 		"slow_partitions", slices.Sorted(slices.Values(assigned[in.cfg.Slow])))
 	// The generation's writes are fenced by its lease (fence.go); a revoked
 	// lease ends the lanes as the generation's end does.
-	lease := fence.NewLease()
-	gctx, endGen := context.WithCancel(gctx)
-	defer endGen()
-	fctx, stopFence := context.WithCancel(context.WithoutCancel(ctx))
-	fenceDone := make(chan struct{})
-	go func() {
-		defer close(fenceDone)
-		consumer.Fence(fctx, consumer.GroupConfig{ID: in.cfg.GroupID, Brokers: in.cfg.Brokers, Auth: in.cfg.Auth},
+	ctx, gctx, stopFence := fence.Keep(ctx, gctx, func(ctx context.Context, lease *fence.Lease) {
+		consumer.Fence(ctx, consumer.GroupConfig{ID: in.cfg.GroupID, Brokers: in.cfg.Brokers, Auth: in.cfg.Auth},
 			gen, lease, in.log)
-		endGen() // revoked, or this function is returning
-	}()
-	defer func() { stopFence(); <-fenceDone }()
-	ctx = fence.With(ctx, lease)
+	})
+	defer stopFence()
 
 	c := &serialCommitter{c: gen}
 	if len(resumed) > 0 {

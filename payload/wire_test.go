@@ -1,79 +1,22 @@
 package payload_test
 
 import (
-	"encoding/json"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/delayq/delayq/internal/wiretest"
 	"github.com/delayq/delayq/payload"
 )
 
-// wireVectors is ../testdata/wire/vectors.json (format:
-// testdata/wire/README.md), the cases the Go client's TestWireVectors
-// builds messages from and every other client is tested against.
-type wireVectors struct {
-	Version  int    `json:"version"`
-	NowMS    int64  `json:"now_ms"`
-	MaxDelay string `json:"max_delay"`
-	Client   []struct {
-		Name string `json:"name"`
-		Op   string `json:"op"`
-		Task struct {
-			ID    string  `json:"id"`
-			Topic string  `json:"topic"`
-			AtMS  int64   `json:"at_ms"`
-			After string  `json:"after"`
-			Value *string `json:"value"`
-			Every string  `json:"every"`
-			Cron  string  `json:"cron"`
-		} `json:"task"`
-		Want *struct {
-			Topic   string      `json:"topic"`
-			Key     *string     `json:"key"`
-			Headers [][2]string `json:"headers"`
-		} `json:"want"`
-	} `json:"client"`
-	Decode []struct {
-		Name     string      `json:"name"`
-		Headers  [][2]string `json:"headers"`
-		RecordMS int64       `json:"record_ms"`
-		Key      *string     `json:"key"`
-		Value    *string     `json:"value"`
-		OK       bool        `json:"ok"`
-		Want     struct {
-			Op       string      `json:"op"`
-			Topic    string      `json:"topic"`
-			ExecAtMS int64       `json:"exec_at_ms"`
-			ID       string      `json:"id"`
-			PastDue  bool        `json:"past_due"`
-			Headers  [][2]string `json:"headers"`
-		} `json:"want"`
-		Error string `json:"error"`
-	} `json:"decode"`
-}
-
-func loadWireVectors(t *testing.T) (wireVectors, payload.DecodeConfig) {
+// loadWireVectors reads testdata/wire/vectors.json (internal/wiretest)
+// and the decoder config of its max_delay.
+func loadWireVectors(t *testing.T) (wiretest.Vectors, payload.DecodeConfig) {
 	t.Helper()
-	b, err := os.ReadFile("../testdata/wire/vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v wireVectors
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("testdata/wire/vectors.json: %v", err)
-	}
-	if v.Version != 1 || len(v.Client) == 0 || len(v.Decode) == 0 {
-		t.Fatalf("testdata/wire/vectors.json: version %d, %d client and %d decode cases", v.Version, len(v.Client), len(v.Decode))
-	}
-	max, err := time.ParseDuration(v.MaxDelay)
-	if err != nil {
-		t.Fatalf("max_delay: %v", err)
-	}
-	return v, payload.DecodeConfig{MaxDelay: max}
+	v := wiretest.Load(t)
+	return v, payload.DecodeConfig{MaxDelay: wiretest.Duration(t, v.MaxDelay)}
 }
 
 func wireHeaders(hs [][2]string) []payload.Header {
@@ -90,13 +33,6 @@ func headerPairs(hs []payload.Header) [][2]string {
 		out = append(out, [2]string{h.Key, string(h.Value)})
 	}
 	return out
-}
-
-func wireBytes(s *string) []byte {
-	if s == nil {
-		return nil
-	}
-	return []byte(*s)
 }
 
 // wireOp names what Decode made of a message as the vectors do.
@@ -129,7 +65,7 @@ func TestWireClientVectors(t *testing.T) {
 			continue // a refusal of the client: no message
 		}
 		t.Run(tc.Name, func(t *testing.T) {
-			m := payload.Message{Topic: tc.Want.Topic, Key: wireBytes(tc.Want.Key), Value: wireBytes(tc.Task.Value),
+			m := payload.Message{Topic: tc.Want.Topic, Key: wiretest.Bytes(tc.Want.Key), Value: wiretest.Bytes(tc.Task.Value),
 				Headers: wireHeaders(tc.Want.Headers), Time: now}
 			got, err := payload.Decode(m, now, cfg)
 			if err != nil {
@@ -205,7 +141,7 @@ func TestWireDecodeVectors(t *testing.T) {
 			if tc.OK == (tc.Error != "") {
 				t.Fatal("a case has exactly one of ok and error")
 			}
-			m := payload.Message{Topic: "delay-input", Key: wireBytes(tc.Key), Value: wireBytes(tc.Value), Headers: wireHeaders(tc.Headers)}
+			m := payload.Message{Topic: "delay-input", Key: wiretest.Bytes(tc.Key), Value: wiretest.Bytes(tc.Value), Headers: wireHeaders(tc.Headers)}
 			if tc.RecordMS != 0 {
 				m.Time = time.UnixMilli(tc.RecordMS)
 			}

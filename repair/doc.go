@@ -35,8 +35,8 @@
 // # Repair (Run)
 //
 // Run scans the task rows due in [From, To) over every salt in due-time
-// order (the scan of delayctl backfill), reads the id rows of each batch
-// and asks Decide which rows are pending: not cancelled (the row's d:c or
+// order (internal/rangescan, the pipeline of delayctl backfill too), reads
+// the id rows of each batch and asks Decide which rows are pending: not cancelled (the row's d:c or
 // the id's d:x), and the id's current due time (d:a after a reschedule or
 // a recurring series' next occurrence, else d:s) is the row's own. So a
 // moved task is indexed at its new time only, a series only at its next

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
+	"github.com/delayq/delayq/internal/rangescan"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/taskstate"
 	"github.com/delayq/delayq/zset"
@@ -88,21 +87,7 @@ func (c *Config) setDefaults() {
 
 // Validate reports every invalid field at once.
 func (c Config) Validate() error {
-	var errs []error
-	if c.From < 0 {
-		errs = append(errs, fmt.Errorf("%w: from %d is before 1970", ErrConfig, c.From))
-	}
-	if c.To <= c.From {
-		errs = append(errs, fmt.Errorf("%w: to %s is not after from %s", ErrConfig,
-			payload.FormatTime(c.To), payload.FormatTime(c.From)))
-	}
-	if c.BatchSize < 0 {
-		errs = append(errs, fmt.Errorf("%w: batch size %d is negative", ErrConfig, c.BatchSize))
-	}
-	if c.Checkers < 0 {
-		errs = append(errs, fmt.Errorf("%w: checkers %d is negative", ErrConfig, c.Checkers))
-	}
-	return errors.Join(errs...)
+	return errors.Join(rangescan.Validate(ErrConfig, c.From, c.To, c.BatchSize, c.Checkers)...)
 }
 
 // Window is a span of record times, unix ms: From <= t <= To; 0 leaves a
@@ -203,38 +188,13 @@ func Run(ctx context.Context, cfg Config, store Store, ix Index) (Stats, error) 
 	if err := cfg.Validate(); err != nil {
 		return Stats{}, err
 	}
-	r := &run{cfg: cfg, store: store, ix: ix, stats: Stats{Resume: cfg.From}}
-	var flushErr error
-	scanErr := store.Scan(ctx, cfg.From, cfg.To, func(t payload.Task) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		r.stats.Scanned++
-		r.stats.Position = t.ExecAt
-		if t.Cancel {
-			r.stats.Cancelled++
-		} else {
-			r.batch = append(r.batch, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
-		}
-		if len(r.batch) < cfg.BatchSize {
-			return nil
-		}
-		flushErr = r.flush(ctx)
-		return flushErr
-	})
-	switch {
-	case ctx.Err() != nil:
-		return r.stats, fmt.Errorf("repair: interrupted: %w", ctx.Err())
-	case flushErr != nil:
-		return r.stats, flushErr
-	case scanErr != nil:
-		return r.stats, fmt.Errorf("repair: scan: %w", scanErr)
-	}
-	if err := r.flush(ctx); err != nil {
-		return r.stats, err
-	}
-	r.stats.Resume = cfg.To
-	return r.stats, nil
+	r := &run{cfg: cfg, store: store, ix: ix}
+	cur, err := rangescan.Pipeline[zset.Entry]{
+		Name: "repair", From: cfg.From, To: cfg.To, BatchSize: cfg.BatchSize,
+		Keep: r.keep, Flush: r.flush, Progress: r.progress,
+	}.Run(ctx, store)
+	r.stats.Scanned, r.stats.Position, r.stats.Resume = cur.Scanned, cur.Position, cur.Resume
+	return r.stats, err
 }
 
 type run struct {
@@ -242,20 +202,21 @@ type run struct {
 	store Store
 	ix    Index
 	stats Stats
-	batch []zset.Entry // rows not cancelled, in scan order
 }
 
-// flush decides, checks and indexes the batch. Resume advances past the
-// batch only once it is indexed: to the due time of its last row, whose
-// millisecond a rerun repeats since more rows may share it.
-func (r *run) flush(ctx context.Context) error {
-	if len(r.batch) == 0 {
-		r.stats.Resume = max(r.stats.Resume, r.stats.Position)
-		r.progress()
-		return nil
+// keep counts a cancelled row; the others go on to the batch.
+func (r *run) keep(t payload.Task) (zset.Entry, bool) {
+	if t.Cancel {
+		r.stats.Cancelled++
+		return zset.Entry{}, false
 	}
-	ids := make([]uint64, len(r.batch))
-	for i, e := range r.batch {
+	return zset.Entry{ID: t.ID, ExecAt: t.ExecAt}, true
+}
+
+// flush decides, checks and indexes a batch of rows not cancelled.
+func (r *run) flush(ctx context.Context, batch []zset.Entry) error {
+	ids := make([]uint64, len(batch))
+	for i, e := range batch {
 		ids[i] = e.ID
 	}
 	states, err := r.store.GetIDs(ctx, ids)
@@ -264,7 +225,7 @@ func (r *run) flush(ctx context.Context) error {
 	}
 	var keep []zset.Entry
 	var stats Stats
-	for i, e := range r.batch {
+	for i, e := range batch {
 		switch Decide(payload.Task{ID: e.ID, ExecAt: e.ExecAt}, states[i], r.cfg.Recorded, r.cfg.Settled) {
 		case Cancelled:
 			stats.Cancelled++
@@ -303,13 +264,12 @@ func (r *run) flush(ctx context.Context) error {
 	r.stats.Moved += stats.Moved
 	r.stats.Unrecorded += stats.Unrecorded
 	r.stats.Delivered += stats.Delivered
-	r.stats.Resume = max(r.stats.Resume, r.stats.Position)
-	r.batch = r.batch[:0]
-	r.progress()
 	return nil
 }
 
-func (r *run) progress() {
+// progress reports the stats with the pipeline's cursor.
+func (r *run) progress(c rangescan.Cursor) {
+	r.stats.Scanned, r.stats.Position, r.stats.Resume = c.Scanned, c.Position, c.Resume
 	if r.cfg.Progress != nil {
 		r.cfg.Progress(r.stats)
 	}
@@ -322,23 +282,17 @@ func (r *run) progress() {
 // its own has ended (zset.Writer.Add), beside the entry it has there, and
 // it would be delivered twice.
 func (r *run) missing(ctx context.Context, entries []zset.Entry, nowMs int64) ([]zset.Entry, error) {
-	there := make([]bool, len(entries))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(r.cfg.Checkers)
-	for i, e := range entries {
+	there, err := rangescan.Ask(ctx, entries, r.cfg.Checkers, func(ctx context.Context, e zset.Entry) (bool, error) {
 		if r.cfg.Unchecked && e.ExecAt > nowMs {
-			continue
+			return false, nil
 		}
-		g.Go(func() error {
-			ok, err := r.ix.Pending(gctx, e)
-			if err != nil {
-				return fmt.Errorf("repair: check %d@%d: %w", e.ID, e.ExecAt, err)
-			}
-			there[i] = ok
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+		ok, err := r.ix.Pending(ctx, e)
+		if err != nil {
+			return false, fmt.Errorf("repair: check %d@%d: %w", e.ID, e.ExecAt, err)
+		}
+		return ok, nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	var out []zset.Entry

@@ -2,7 +2,6 @@ package scanner
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +23,8 @@ import (
 //
 // The wrappers below are installed once by New, so every write of every
 // path (a step, a parked write, the drain, the next occurrence of a
-// recurring task, a hold, a release) goes through a check.
+// recurring task, a hold, a release) goes through a check; the store's
+// is fence.WrapStore.
 
 // Values of the write label of delayq_fenced_writes_total.
 const (
@@ -38,15 +38,11 @@ const (
 
 // isFenced reports a write the fence refused: retrying it cannot help,
 // the lease was revoked or expired.
-func isFenced(err error) bool { return errors.Is(err, fence.ErrFenced) }
+var isFenced = fence.Refused
 
 // check checks the fence of ctx and counts a refusal.
 func check(ctx context.Context, c *prometheus.CounterVec, write string) error {
-	err := fence.Check(ctx)
-	if err != nil {
-		c.WithLabelValues("scanner", write).Inc()
-	}
-	return err
+	return fence.Counter{Refused: c, Stage: "scanner"}.Check(ctx, write)
 }
 
 type fencedWriter struct {
@@ -78,25 +74,6 @@ func (ix fencedIndex) Add(ctx context.Context, now time.Time, entries []zset.Ent
 		return err
 	}
 	return ix.Index.Add(ctx, now, entries)
-}
-
-type fencedStore struct {
-	Store
-	fenced *prometheus.CounterVec
-}
-
-func (st fencedStore) Put(ctx context.Context, tasks []payload.Task) error {
-	if err := check(ctx, st.fenced, writeStore); err != nil {
-		return err
-	}
-	return st.Store.Put(ctx, tasks)
-}
-
-func (st fencedStore) PutIDs(ctx context.Context, writes []payload.IDWrite) error {
-	if err := check(ctx, st.fenced, writeStore); err != nil {
-		return err
-	}
-	return st.Store.PutIDs(ctx, writes)
 }
 
 // controls names Controls as an embedded field apart from its method

@@ -124,7 +124,7 @@ func New(cfg Config, ix Index, store Store, w Writer) (*Scanner, error) {
 		cfg:        cfg,
 		plan:       schedule.Config{Prefetch: cfg.Prefetch, Coalesce: cfg.Coalesce, BatchSize: cfg.BatchSize, Hold: cfg.Hold},
 		ix:         fencedIndex{Index: ix, fenced: m.fenced},
-		store:      fencedStore{Store: store, fenced: m.fenced},
+		store:      fence.WrapStore(store, fence.Counter{Refused: m.fenced, Stage: "scanner"}, writeStore),
 		w:          fencedWriter{Writer: w, fenced: m.fenced},
 		single:     single,
 		log:        log,
@@ -268,17 +268,10 @@ func (s *Scanner) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 // that a revoked lease ends the partitions' work as the generation's end
 // does.
 func (s *Scanner) leaseGeneration(ctx, gctx context.Context, gen *kafka.Generation) (wctx, leased context.Context, stop func()) {
-	lease := fence.NewLease()
-	leased, endGen := context.WithCancel(gctx)
-	fctx, stopFence := context.WithCancel(context.WithoutCancel(ctx))
-	fenceDone := make(chan struct{})
-	go func() {
-		defer close(fenceDone)
-		consumer.Fence(fctx, consumer.GroupConfig{ID: s.cfg.GroupID, Brokers: s.cfg.Brokers, Auth: s.cfg.Auth},
+	return fence.Keep(ctx, gctx, func(ctx context.Context, lease *fence.Lease) {
+		consumer.Fence(ctx, consumer.GroupConfig{ID: s.cfg.GroupID, Brokers: s.cfg.Brokers, Auth: s.cfg.Auth},
 			gen, lease, s.log)
-		endGen() // revoked, or stop was called
-	}()
-	return fence.With(ctx, lease), leased, func() { stopFence(); <-fenceDone; endGen() }
+	})
 }
 
 // commit commits the low-water marks that advanced since the last commit.

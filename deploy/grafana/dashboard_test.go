@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -19,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/delayq/delayq/daemon"
+	"github.com/delayq/delayq/e2e/e2etest"
 	"github.com/delayq/delayq/kafka/producer"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
@@ -185,52 +185,18 @@ func TestQueriedMetricsExist(t *testing.T) {
 			t.Errorf("%s: no longer defined in %s (%v)", m, file, err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	brokers := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Embedded(ctx, daemon.Config{
-			Brokers: []string{"127.0.0.1:0"}, Redis: "127.0.0.1:0", Tick: time.Second, Partitions: 2, Console: true,
-		}, daemon.Options{Listener: ln}, func(b, _ string) { brokers <- b })
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("embedded delayd: %v", err)
-		}
-	}()
-	var broker string
-	select {
-	case broker = <-brokers:
-	case err := <-done:
-		t.Fatalf("embedded delayd exited: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("embedded delayd did not start in 30s")
-	}
+	ln := e2etest.Listen(t)
+	broker, _ := e2etest.Embedded(t, daemon.Config{
+		Brokers: []string{"127.0.0.1:0"}, Redis: "127.0.0.1:0", Tick: time.Second, Partitions: 2, Console: true,
+	}, daemon.Options{Listener: ln})
 	// delayd creates its topics once Kafka is up, and its writers create
 	// none: write only once it is ready.
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		res, err := http.Get("http://" + ln.Addr().String() + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("embedded delayd not ready in 60s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	e2etest.WaitReady(t, ln.Addr().String(), 60*time.Second)
 	w := producer.New(producer.Config{Brokers: []string{broker}})
 	defer w.Close()
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	wctx, wcancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer wcancel()
-	err = w.WriteMessages(wctx,
+	err := w.WriteMessages(wctx,
 		kafka.Message{Topic: topics.Input, Key: []byte("k"), Value: []byte("v"), Headers: []kafka.Header{
 			{Key: payload.HeaderTopic, Value: []byte("grafana-test")}, {Key: payload.HeaderAfter, Value: []byte("1s")}}},
 		kafka.Message{Topic: topics.Input, Key: []byte("bad"), Headers: []kafka.Header{{Key: payload.HeaderAfter, Value: []byte("1s")}}},

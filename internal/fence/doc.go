@@ -22,6 +22,13 @@
 // can wrap its writers once and fence every write made for one
 // generation's work; a context without a Fence is not fenced.
 //
+// What ingest and the scanner share: Keep runs a generation's Lease
+// (renewed by kafka/consumer.Fence) and gives the context its writes are
+// made in; Counter checks a write and counts a refusal in
+// delayq_fenced_writes_total{stage,write}; WrapStore fences the payload
+// store's writes; Refused tells a refusal from an outage, for retry
+// policies.
+//
 // # Invariants
 //
 // A fence cannot reach into the write itself: a write that passed its
@@ -32,5 +39,6 @@
 //
 // # Goroutines
 //
-// None.
+// Keep runs the renewal on one goroutine until its stop, which waits for
+// it; nothing else starts any.
 package fence

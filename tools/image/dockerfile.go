@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -29,9 +30,42 @@ const rootfsCopy = "COPY --from=build /rootfs/ /"
 // binaries needs and refuses the others, so the Dockerfile and this tool
 // cannot drift apart silently.
 func finalStage(path string) (imageConfig, error) {
-	f, err := os.Open(path)
+	lines, err := instructions(path)
 	if err != nil {
 		return imageConfig{}, err
+	}
+	last := -1
+	for i, l := range lines {
+		if strings.HasPrefix(strings.ToUpper(l), "FROM ") {
+			last = i
+		}
+	}
+	if last < 0 || strings.ToLower(strings.TrimSpace(lines[last][5:])) != "scratch" {
+		return imageConfig{}, fmt.Errorf("%s: the final stage must be FROM scratch (this tool pulls no base image)", path)
+	}
+	var c imageConfig
+	var copied bool
+	for _, l := range lines[last+1:] {
+		if l == rootfsCopy && !copied {
+			copied = true
+			continue
+		}
+		if err := c.apply(l); err != nil {
+			return c, fmt.Errorf("%s: %q: %w", path, l, err)
+		}
+	}
+	if !copied {
+		return c, fmt.Errorf("%s: the final stage lacks %q", path, rootfsCopy)
+	}
+	return c, nil
+}
+
+// instructions reads the instructions of a Dockerfile, one a line:
+// comments and blank lines left out, continued lines joined.
+func instructions(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	var lines []string
@@ -49,72 +83,56 @@ func finalStage(path string) (imageConfig, error) {
 		lines = append(lines, cont+l)
 		cont = ""
 	}
-	if err := sc.Err(); err != nil {
-		return imageConfig{}, err
-	}
-	last := -1
-	for i, l := range lines {
-		if strings.HasPrefix(strings.ToUpper(l), "FROM ") {
-			last = i
+	return lines, sc.Err()
+}
+
+// apply sets what instruction l of the final stage says in c (a COPY
+// other than the one rootfsCopy is an error).
+func (c *imageConfig) apply(l string) error {
+	ins, arg, _ := strings.Cut(l, " ")
+	arg = strings.TrimSpace(arg)
+	switch strings.ToUpper(ins) {
+	case "COPY":
+		return fmt.Errorf("the final stage copies exactly %q once", rootfsCopy)
+	case "ENV":
+		k, v, ok := strings.Cut(arg, "=")
+		if !ok || strings.ContainsAny(v, " \"'$") {
+			return errors.New("want ENV KEY=value (one, unquoted)")
 		}
-	}
-	if last < 0 || strings.ToLower(strings.TrimSpace(lines[last][5:])) != "scratch" {
-		return imageConfig{}, fmt.Errorf("%s: the final stage must be FROM scratch (this tool pulls no base image)", path)
-	}
-	var c imageConfig
-	var copied bool
-	for _, l := range lines[last+1:] {
-		ins, arg, _ := strings.Cut(l, " ")
-		arg = strings.TrimSpace(arg)
-		switch strings.ToUpper(ins) {
-		case "COPY":
-			if l != rootfsCopy || copied {
-				return c, fmt.Errorf("%s: %q: the final stage copies exactly %q once", path, l, rootfsCopy)
+		c.Env = append(c.Env, k+"="+v)
+	case "USER":
+		c.User = arg
+	case "WORKDIR":
+		c.WorkingDir = arg
+	case "EXPOSE":
+		c.ExposedPorts = map[string]struct{}{}
+		for _, p := range strings.Fields(arg) {
+			if !strings.Contains(p, "/") {
+				p += "/tcp"
 			}
-			copied = true
-		case "ENV":
-			k, v, ok := strings.Cut(arg, "=")
-			if !ok || strings.ContainsAny(v, " \"'$") {
-				return c, fmt.Errorf("%s: %q: want ENV KEY=value (one, unquoted)", path, l)
-			}
-			c.Env = append(c.Env, k+"="+v)
-		case "USER":
-			c.User = arg
-		case "WORKDIR":
-			c.WorkingDir = arg
-		case "EXPOSE":
-			c.ExposedPorts = map[string]struct{}{}
-			for _, p := range strings.Fields(arg) {
-				if !strings.Contains(p, "/") {
-					p += "/tcp"
-				}
-				c.ExposedPorts[p] = struct{}{}
-			}
-		case "ENTRYPOINT", "CMD":
-			var v []string
-			if err := json.Unmarshal([]byte(arg), &v); err != nil {
-				return c, fmt.Errorf("%s: %q: want the exec form [\"…\"] (the image has no shell): %w", path, l, err)
-			}
-			if strings.ToUpper(ins) == "CMD" {
-				c.Cmd = v
-			} else {
-				c.Entrypoint = v
-			}
-		case "LABEL":
-			k, v, ok := strings.Cut(arg, "=")
-			if !ok {
-				return c, fmt.Errorf("%s: %q: want LABEL key=value", path, l)
-			}
-			if c.Labels == nil {
-				c.Labels = map[string]string{}
-			}
-			c.Labels[k] = strings.Trim(v, `"`)
-		default:
-			return c, fmt.Errorf("%s: %q: instruction not supported in the final stage by tools/image", path, l)
+			c.ExposedPorts[p] = struct{}{}
 		}
+	case "ENTRYPOINT", "CMD":
+		var v []string
+		if err := json.Unmarshal([]byte(arg), &v); err != nil {
+			return fmt.Errorf("want the exec form [\"…\"] (the image has no shell): %w", err)
+		}
+		if strings.ToUpper(ins) == "CMD" {
+			c.Cmd = v
+		} else {
+			c.Entrypoint = v
+		}
+	case "LABEL":
+		k, v, ok := strings.Cut(arg, "=")
+		if !ok {
+			return errors.New("want LABEL key=value")
+		}
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		c.Labels[k] = strings.Trim(v, `"`)
+	default:
+		return errors.New("instruction not supported in the final stage by tools/image")
 	}
-	if !copied {
-		return c, fmt.Errorf("%s: the final stage lacks %q", path, rootfsCopy)
-	}
-	return c, nil
+	return nil
 }

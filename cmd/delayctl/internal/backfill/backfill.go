@@ -7,8 +7,8 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/delayq/delayq/internal/rangescan"
 	"github.com/delayq/delayq/kafka/record"
 	"github.com/delayq/delayq/payload"
 	"github.com/delayq/delayq/topics"
@@ -83,21 +83,7 @@ func (c *Config) setDefaults() {
 
 // Validate reports every invalid field at once.
 func (c Config) Validate() error {
-	var errs []error
-	if c.From < 0 {
-		errs = append(errs, fmt.Errorf("%w: from %d is before 1970", ErrConfig, c.From))
-	}
-	if c.To <= c.From {
-		errs = append(errs, fmt.Errorf("%w: to %s is not after from %s", ErrConfig,
-			payload.FormatTime(c.To), payload.FormatTime(c.From)))
-	}
-	if c.BatchSize < 0 {
-		errs = append(errs, fmt.Errorf("%w: batch size %d is negative", ErrConfig, c.BatchSize))
-	}
-	if c.Checkers < 0 {
-		errs = append(errs, fmt.Errorf("%w: checkers %d is negative", ErrConfig, c.Checkers))
-	}
-	return errors.Join(errs...)
+	return errors.Join(rangescan.Validate(ErrConfig, c.From, c.To, c.BatchSize, c.Checkers)...)
 }
 
 // Stats counts what Run did. Scanned = Delivered + Pending + Cancelled +
@@ -131,51 +117,14 @@ func Run(ctx context.Context, cfg Config, store Store, ix Index, w Writer) (Stat
 	if err != nil {
 		return Stats{}, err
 	}
-	r := &run{cfg: cfg, ix: ix, w: w, stats: Stats{Resume: cfg.From}}
-	var flushErr error
-	scanErr := store.Scan(ctx, cfg.From, cfg.To, func(t payload.Task) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		r.stats.Scanned++
-		r.stats.Position = t.ExecAt
-		if r.keep(t) {
-			r.batch = append(r.batch, t)
-		}
-		if len(r.batch) < cfg.BatchSize {
-			return nil
-		}
-		if err := r.flush(ctx); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err() // interrupted: the batch is written below
-			}
-			flushErr = err
-			return err
-		}
-		return nil
-	})
-	if flushErr != nil {
-		return r.stats, flushErr
-	}
-	// Whatever else stopped the scan, hand over the batch in hand; after an
-	// interrupt, with a fresh deadline.
-	fctx := ctx
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), cfg.FlushTimeout)
-		defer cancel()
-	}
-	flushErr = r.flush(fctx)
-	switch {
-	case ctx.Err() != nil:
-		return r.stats, errors.Join(fmt.Errorf("backfill: interrupted: %w", ctx.Err()), flushErr)
-	case scanErr != nil:
-		return r.stats, errors.Join(fmt.Errorf("backfill: scan: %w", scanErr), flushErr)
-	case flushErr != nil:
-		return r.stats, flushErr
-	}
-	r.stats.Resume = cfg.To
-	return r.stats, nil
+	r := &run{cfg: cfg, ix: ix, w: w}
+	cur, err := rangescan.Pipeline[payload.Task]{
+		Name: "backfill", From: cfg.From, To: cfg.To, BatchSize: cfg.BatchSize,
+		Drain: cfg.FlushTimeout, // SIGINT: the batch in hand is written
+		Keep:  r.keep, Flush: r.flush, Progress: r.progress,
+	}.Run(ctx, store)
+	r.stats.Scanned, r.stats.Position, r.stats.Resume = cur.Scanned, cur.Position, cur.Resume
+	return r.stats, err
 }
 
 type run struct {
@@ -183,12 +132,11 @@ type run struct {
 	ix    Index
 	w     Writer
 	stats Stats
-	batch []payload.Task // rows to check and deliver, in scan order
 }
 
 // keep counts a row skipped for what it is and reports whether it goes on
 // to the batch.
-func (r *run) keep(t payload.Task) bool {
+func (r *run) keep(t payload.Task) (payload.Task, bool) {
 	switch {
 	case t.Cancel:
 		r.stats.Cancelled++
@@ -197,28 +145,27 @@ func (r *run) keep(t payload.Task) bool {
 	case t.Topic == "" || topics.Internal(t.Topic):
 		r.stats.Invalid++
 	default:
-		return true
+		return t, true
 	}
-	return false
+	return t, false
 }
 
-// flush checks and writes the batch. Resume advances past the batch only
-// once it is written: to the due time of its last row, whose millisecond a
-// rerun repeats since more rows may share it.
-func (r *run) flush(ctx context.Context) error {
-	if len(r.batch) == 0 {
-		r.stats.Resume = max(r.stats.Resume, r.stats.Position)
-		r.progress()
-		return nil
-	}
-	deliver := r.batch
+// flush checks and writes a batch.
+func (r *run) flush(ctx context.Context, batch []payload.Task) error {
+	deliver := batch
 	if r.cfg.SkipPending {
-		pending, err := r.pending(ctx, r.batch)
+		pending, err := rangescan.Ask(ctx, batch, r.cfg.Checkers, func(ctx context.Context, t payload.Task) (bool, error) {
+			ok, err := r.ix.Pending(ctx, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
+			if err != nil {
+				return false, fmt.Errorf("backfill: pending %s: %w", t.Name, err)
+			}
+			return ok, nil
+		})
 		if err != nil {
 			return err
 		}
-		deliver = make([]payload.Task, 0, len(r.batch))
-		for i, t := range r.batch {
+		deliver = make([]payload.Task, 0, len(batch))
+		for i, t := range batch {
 			if pending[i] {
 				r.stats.Pending++
 			} else {
@@ -238,32 +185,13 @@ func (r *run) flush(ctx context.Context) error {
 		}
 	}
 	r.stats.Delivered += int64(len(deliver))
-	r.stats.Resume = max(r.stats.Resume, r.stats.Position)
-	r.batch = r.batch[:0]
-	r.progress()
 	return nil
 }
 
-func (r *run) progress() {
+// progress reports the stats with the pipeline's cursor.
+func (r *run) progress(c rangescan.Cursor) {
+	r.stats.Scanned, r.stats.Position, r.stats.Resume = c.Scanned, c.Position, c.Resume
 	if r.cfg.Progress != nil {
 		r.cfg.Progress(r.stats)
 	}
-}
-
-// pending asks the index about every task of batch, Checkers at a time.
-func (r *run) pending(ctx context.Context, batch []payload.Task) ([]bool, error) {
-	out := make([]bool, len(batch))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(r.cfg.Checkers)
-	for i, t := range batch {
-		g.Go(func() error {
-			ok, err := r.ix.Pending(gctx, zset.Entry{ID: t.ID, ExecAt: t.ExecAt})
-			if err != nil {
-				return fmt.Errorf("backfill: pending %s: %w", t.Name, err)
-			}
-			out[i] = ok
-			return nil
-		})
-	}
-	return out, g.Wait()
 }

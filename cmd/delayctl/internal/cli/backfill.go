@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -19,11 +17,8 @@ func newBackfill(sys *IO, g *globals) *cobra.Command {
 	var (
 		topic               string
 		dryRun, skipPending bool
-		batch               int
-		progressMode        string
-		progressInterval    time.Duration
+		rf                  rangeFlags
 	)
-	from, to := &timeValue{now: sys.Now}, &timeValue{now: sys.Now}
 	cmd := &cobra.Command{
 		Use:   "backfill --from TIME --to TIME [--topic T] [--dry-run] [--skip-pending]",
 		Short: "Deliver stored tasks due in a time range again",
@@ -43,10 +38,11 @@ back a backfill reaches.`,
   delayctl backfill --from 2030-01-02T00:00:00Z --to 2030-01-03T00:00:00Z --topic orders --dry-run`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkScanFlags(cmd, from, to, batch, progressMode); err != nil {
+			if err := rf.check(cmd); err != nil {
 				return err
 			}
-			if oldest := sys.Now().Add(-hbase.DefaultRetention).UnixMilli(); from.ms() < oldest {
+			from, to := rf.from.ms(), rf.to.ms()
+			if oldest := sys.Now().Add(-hbase.DefaultRetention).UnixMilli(); from < oldest {
 				fmt.Fprintf(sys.Stderr, "note: rows due before %s have expired if the table keeps the default retention (7 days)\n",
 					payload.FormatTime(oldest))
 			}
@@ -66,7 +62,7 @@ back a backfill reaches.`,
 				if err := g.checkKafka(ctx); err != nil {
 					return err
 				}
-				kw := producer.New(producer.Config{Brokers: g.brokers, Auth: g.auth, BatchSize: batch})
+				kw := producer.New(producer.Config{Brokers: g.brokers, Auth: g.auth, BatchSize: rf.batch})
 				defer kw.Close()
 				w = kw
 			}
@@ -76,36 +72,22 @@ back a backfill reaches.`,
 			}
 			defer store.Close()
 
-			p := newProgress(sys.Stderr, progressMode, from.ms(), to.ms(), progressInterval)
+			p := rf.progress(sys)
 			start := time.Now()
 			stats, err := backfill.Run(ctx, backfill.Config{
-				From: from.ms(), To: to.ms(), Topic: topic, DryRun: dryRun, SkipPending: skipPending,
-				BatchSize: batch, Progress: p.update,
+				From: from, To: to, Topic: topic, DryRun: dryRun, SkipPending: skipPending,
+				BatchSize: rf.batch, Progress: p.update,
 			}, store, ix, w)
 			p.finish()
-			printSummary(sys.Stdout, g.table, topic, from.ms(), to.ms(), dryRun, stats, time.Since(start))
-			switch {
-			case err == nil:
-				return nil
-			case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-				fmt.Fprintf(sys.Stdout, "interrupted: every task due before %s is done; resume with --from %d --to %d\n",
-					payload.FormatTime(stats.Resume), stats.Resume, to.ms())
-				return fmt.Errorf("interrupted; resume with --from %d: %w", stats.Resume, context.Canceled)
-			}
-			return err
+			printSummary(sys.Stdout, g.table, topic, from, to, dryRun, stats, time.Since(start))
+			return rf.result(ctx, sys, err, stats.Resume)
 		},
 	}
+	rf.register(sys, cmd, backfill.DefaultBatchSize, "tasks checked and written together")
 	fs := cmd.Flags()
-	fs.Var(from, "from", "first due time, inclusive (required): "+timeHelp)
-	fs.Var(to, "to", "end of the due times, exclusive (required): "+timeHelp)
 	fs.StringVar(&topic, "topic", "", "only tasks for this business topic")
 	fs.BoolVar(&dryRun, "dry-run", false, "count what would be delivered; write nothing")
 	fs.BoolVar(&skipPending, "skip-pending", false, "skip tasks still pending in Redis")
-	fs.IntVar(&batch, "batch", backfill.DefaultBatchSize, "tasks checked and written together")
-	fs.StringVar(&progressMode, "progress", progressAuto, "progress on stderr: auto (bar on a terminal, lines otherwise), bar, lines, none")
-	fs.DurationVar(&progressInterval, "progress-interval", 5*time.Second, "time between progress lines (--progress lines)")
-	_ = cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions(
-		[]string{progressAuto, progressBar, progressLines, progressNone}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -134,9 +116,5 @@ func printSummary(w io.Writer, table, topic string, from, to int64, dry bool, s 
 	if s.Invalid > 0 {
 		line("skipped, no topic", s.Invalid)
 	}
-	rate := 0.0
-	if took > 0 {
-		rate = float64(s.Scanned) / took.Seconds()
-	}
-	fmt.Fprintf(w, "  took %v, %.0f rows/s\n", took.Round(time.Millisecond), rate)
+	printRate(w, s.Scanned, took)
 }

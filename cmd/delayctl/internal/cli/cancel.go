@@ -93,18 +93,15 @@ Check the result with inspect.`,
 			if len(id) > 128 {
 				return usagef("--id: %d bytes, over the 128-byte limit", len(id))
 			}
-			atSet, afterSet := cmd.Flags().Changed("at"), cmd.Flags().Changed("after")
-			switch {
-			case atSet && afterSet:
-				return usagef("--at and --after: give one, not both")
-			case !atSet && !afterSet:
-				return usagef("--at or --after is required")
+			atSet, err := atOrAfter(cmd)
+			if err != nil {
+				return err
 			}
 			if err := cf.checkDue(atSet, at.t, after.d, sys.Now()); err != nil {
 				return err
 			}
 			when := at.t
-			if afterSet {
+			if !atSet {
 				when = sys.Now().Add(after.d)
 			}
 			c, err := cf.client(sys, g)

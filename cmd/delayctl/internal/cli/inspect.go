@@ -108,28 +108,10 @@ cancelled by id alone of which no task was stored (said so).`,
 				}
 				return in.report(sys.Stdout, asJSON)
 			}
-			ix, rdb, err := g.openIndex(ctx)
+			in, err := inspectStored(ctx, sys, g, id, at.ms(), cmd.Flags().Changed("at"))
 			if err != nil {
-				return withAPIHint(err)
+				return err
 			}
-			defer rdb.Close()
-			store, err := g.openStore(ctx)
-			if err != nil {
-				return withAPIHint(err)
-			}
-			defer store.Close()
-
-			in, ref, err := inspectRow(ctx, store, ix, id, at.ms(), cmd.Flags().Changed("at"), sys.Now())
-			var ie indexError
-			switch {
-			case errors.As(err, &ie):
-				return fmt.Errorf("redis at %s: %w", g.redis, ie.err)
-			case errors.Is(err, errNoIDRow):
-				return fmt.Errorf("no task with id %q in table %s (give --at for a task stored before ids were tracked)", id, g.table)
-			case err != nil:
-				return g.hbaseError(err)
-			}
-			in.Table, in.RowKey = g.table, hex.EncodeToString(payload.RowKey(g.salts, ref))
 			return in.report(sys.Stdout, asJSON)
 		},
 	}
@@ -138,6 +120,34 @@ cancelled by id alone of which no task was stored (said so).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	api.register(cmd)
 	return cmd
+}
+
+// inspectStored opens Redis and HBase and looks task id up there
+// (inspectRow), its errors told apart for the operator.
+func inspectStored(ctx context.Context, sys *IO, g *globals, id string, at int64, atSet bool) (inspection, error) {
+	ix, rdb, err := g.openIndex(ctx)
+	if err != nil {
+		return inspection{}, withAPIHint(err)
+	}
+	defer rdb.Close()
+	store, err := g.openStore(ctx)
+	if err != nil {
+		return inspection{}, withAPIHint(err)
+	}
+	defer store.Close()
+
+	in, ref, err := inspectRow(ctx, store, ix, id, at, atSet, sys.Now())
+	var ie indexError
+	switch {
+	case errors.As(err, &ie):
+		return inspection{}, fmt.Errorf("redis at %s: %w", g.redis, ie.err)
+	case errors.Is(err, errNoIDRow):
+		return inspection{}, fmt.Errorf("no task with id %q in table %s (give --at for a task stored before ids were tracked)", id, g.table)
+	case err != nil:
+		return inspection{}, g.hbaseError(err)
+	}
+	in.Table, in.RowKey = g.table, hex.EncodeToString(payload.RowKey(g.salts, ref))
+	return in, nil
 }
 
 // errNoIDRow: inspect without --at found no id row of the name.

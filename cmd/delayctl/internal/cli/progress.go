@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -110,22 +112,70 @@ func fmtDue(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05")
 }
 
-// checkScanFlags checks the flags backfill and repair share: a due-time
-// range, a batch size and a progress mode.
-func checkScanFlags(cmd *cobra.Command, from, to *timeValue, batch int, progressMode string) error {
+// rangeFlags are the flags backfill and repair share: a due-time range, a
+// batch size and how progress is shown.
+type rangeFlags struct {
+	from, to         *timeValue
+	batch            int
+	progressMode     string
+	progressInterval time.Duration
+}
+
+// register adds the flags to cmd; batch is the --batch default, batchUse
+// what a batch does.
+func (f *rangeFlags) register(sys *IO, cmd *cobra.Command, batch int, batchUse string) {
+	f.from, f.to = &timeValue{now: sys.Now}, &timeValue{now: sys.Now}
+	fs := cmd.Flags()
+	fs.Var(f.from, "from", "first due time, inclusive (required): "+timeHelp)
+	fs.Var(f.to, "to", "end of the due times, exclusive (required): "+timeHelp)
+	fs.IntVar(&f.batch, "batch", batch, batchUse)
+	fs.StringVar(&f.progressMode, "progress", progressAuto, "progress on stderr: auto (bar on a terminal, lines otherwise), bar, lines, none")
+	fs.DurationVar(&f.progressInterval, "progress-interval", 5*time.Second, "time between progress lines (--progress lines)")
+	_ = cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions(
+		[]string{progressAuto, progressBar, progressLines, progressNone}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// check checks the flags: the range is required and not empty, the batch
+// at least 1, the progress mode known.
+func (f *rangeFlags) check(cmd *cobra.Command) error {
 	if err := require(cmd, "from", "to"); err != nil {
 		return err
 	}
-	if to.ms() <= from.ms() {
-		return usagef("--to %s is not after --from %s", payload.FormatTime(to.ms()), payload.FormatTime(from.ms()))
+	if f.to.ms() <= f.from.ms() {
+		return usagef("--to %s is not after --from %s", payload.FormatTime(f.to.ms()), payload.FormatTime(f.from.ms()))
 	}
-	if batch < 1 {
-		return usagef("--batch: %d must be at least 1", batch)
+	if f.batch < 1 {
+		return usagef("--batch: %d must be at least 1", f.batch)
 	}
-	switch progressMode {
+	switch f.progressMode {
 	case progressAuto, progressBar, progressLines, progressNone:
 	default:
-		return usagef("--progress: %q is not auto, bar, lines or none", progressMode)
+		return usagef("--progress: %q is not auto, bar, lines or none", f.progressMode)
 	}
 	return nil
+}
+
+// progress is the progress display of a run over the range.
+func (f *rangeFlags) progress(sys *IO) *progress {
+	return newProgress(sys.Stderr, f.progressMode, f.from.ms(), f.to.ms(), f.progressInterval)
+}
+
+// result is a run's error as the command returns it; after an interrupt
+// (ctx ended) it says on stdout where a rerun resumes.
+func (f *rangeFlags) result(ctx context.Context, sys *IO, err error, resume int64) error {
+	if err == nil || !errors.Is(err, context.Canceled) || ctx.Err() == nil {
+		return err
+	}
+	fmt.Fprintf(sys.Stdout, "interrupted: every task due before %s is done; resume with --from %d --to %d\n",
+		payload.FormatTime(resume), resume, f.to.ms())
+	return fmt.Errorf("interrupted; resume with --from %d: %w", resume, context.Canceled)
+}
+
+// printRate ends a summary: how long the run took, and its rate.
+func printRate(w io.Writer, scanned int64, took time.Duration) {
+	rate := 0.0
+	if took > 0 {
+		rate = float64(scanned) / took.Seconds()
+	}
+	fmt.Fprintf(w, "  took %v, %.0f rows/s\n", took.Round(time.Millisecond), rate)
 }

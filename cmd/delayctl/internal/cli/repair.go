@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -16,12 +14,9 @@ import (
 
 func newRepair(sys *IO, g *globals) *cobra.Command {
 	var (
-		dryRun, opFlags  bool
-		batch            int
-		progressMode     string
-		progressInterval time.Duration
+		dryRun, opFlags bool
+		rf              rangeFlags
 	)
-	from, to := &timeValue{now: sys.Now}, &timeValue{now: sys.Now}
 	cmd := &cobra.Command{
 		Use:   "repair --from TIME --to TIME [--dry-run] [--op-flags]",
 		Short: "Index again the pending tasks Redis lost, from HBase",
@@ -42,9 +37,10 @@ reschedule (after Redis lost everything; it reads every id row).`,
   delayctl repair --from 2030-01-02T00:00:00Z --to 2030-01-03T00:00:00Z`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkScanFlags(cmd, from, to, batch, progressMode); err != nil {
+			if err := rf.check(cmd); err != nil {
 				return err
 			}
+			from, to := rf.from.ms(), rf.to.ms()
 			ctx := cmd.Context()
 			zix, rdb, err := g.openZset(ctx)
 			if err != nil {
@@ -58,10 +54,10 @@ reschedule (after Redis lost everything; it reads every id row).`,
 			}
 			defer store.Close()
 
-			p := newProgress(sys.Stderr, progressMode, from.ms(), to.ms(), progressInterval)
+			p := rf.progress(sys)
 			start := time.Now()
 			stats, err := repair.Run(ctx, repair.Config{
-				From: from.ms(), To: to.ms(), DryRun: dryRun, BatchSize: batch,
+				From: from, To: to, DryRun: dryRun, BatchSize: rf.batch,
 				Progress: func(s repair.Stats) {
 					p.draw("repair", s.Scanned, s.Position, "missing", s.Reindexed,
 						fmt.Sprintf("missing %d present %d cancelled %d moved %d", s.Reindexed, s.Present, s.Cancelled, s.Moved))
@@ -72,28 +68,14 @@ reschedule (after Redis lost everything; it reads every id row).`,
 				flags, err = repair.RebuildFlags(ctx, store, ix, payload.DefaultMaxDelay+hbase.DefaultRetention)
 			}
 			p.finish()
-			printRepair(sys.Stdout, g.table, g.prefix, from.ms(), to.ms(), dryRun, stats, flags, time.Since(start))
-			switch {
-			case err == nil:
-				return nil
-			case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-				fmt.Fprintf(sys.Stdout, "interrupted: every task due before %s is done; resume with --from %d --to %d\n",
-					payload.FormatTime(stats.Resume), stats.Resume, to.ms())
-				return fmt.Errorf("interrupted; resume with --from %d: %w", stats.Resume, context.Canceled)
-			}
-			return err
+			printRepair(sys.Stdout, g.table, g.prefix, from, to, dryRun, stats, flags, time.Since(start))
+			return rf.result(ctx, sys, err, stats.Resume)
 		},
 	}
+	rf.register(sys, cmd, repair.DefaultBatchSize, "tasks checked and indexed together")
 	fs := cmd.Flags()
-	fs.Var(from, "from", "first due time, inclusive (required): "+timeHelp)
-	fs.Var(to, "to", "end of the due times, exclusive (required): "+timeHelp)
 	fs.BoolVar(&dryRun, "dry-run", false, "count the pending tasks missing from Redis; write nothing")
 	fs.BoolVar(&opFlags, "op-flags", false, "also set the op flags of every id with a cancel by id or a reschedule again (reads every id row)")
-	fs.IntVar(&batch, "batch", repair.DefaultBatchSize, "tasks checked and indexed together")
-	fs.StringVar(&progressMode, "progress", progressAuto, "progress on stderr: auto (bar on a terminal, lines otherwise), bar, lines, none")
-	fs.DurationVar(&progressInterval, "progress-interval", 5*time.Second, "time between progress lines (--progress lines)")
-	_ = cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions(
-		[]string{progressAuto, progressBar, progressLines, progressNone}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -117,9 +99,5 @@ func printRepair(w io.Writer, table, prefix string, from, to int64, dry bool, s 
 	if flags > 0 {
 		line("op flags set again", flags)
 	}
-	rate := 0.0
-	if took > 0 {
-		rate = float64(s.Scanned) / took.Seconds()
-	}
-	fmt.Fprintf(w, "  took %v, %.0f rows/s\n", took.Round(time.Millisecond), rate)
+	printRate(w, s.Scanned, took)
 }

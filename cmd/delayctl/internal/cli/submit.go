@@ -118,19 +118,13 @@ required, and no recurrence (--every, --cron …).`
 
 // taskCommand is submit, or replace.
 func taskCommand(sys *IO, g *globals, replace bool) *cobra.Command {
-	var (
-		topic, id, key, file string
-		cron, tz             string
-		count                int
-		headers              []string
-		cf                   clientFlags
-		api                  apiFlag
-		idCheck              bool
-	)
-	at := &timeValue{now: sys.Now, due: "--at"}
-	after := &durationValue{name: "--after"}
-	every := &durationValue{name: "--every"}
-	until := &timeValue{now: sys.Now, due: "--until"}
+	f := &taskFlags{
+		replace: replace,
+		at:      &timeValue{now: sys.Now, due: "--at"},
+		after:   &durationValue{name: "--after"},
+		every:   &durationValue{name: "--every"},
+		until:   &timeValue{now: sys.Now, due: "--until"},
+	}
 	cmd := &cobra.Command{
 		Use:   "submit --topic T (--at TIME | --after DURATION) [flags] [VALUE]",
 		Short: "Submit a task: deliver a message to a topic later",
@@ -158,109 +152,153 @@ by id still on its way in delay-input is not seen either.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := require(cmd, "topic"); err != nil {
+			if err := f.check(cmd, sys); err != nil {
 				return err
 			}
-			if err := requireID(cmd, replace); err != nil {
-				return err
-			}
-			atSet, afterSet := cmd.Flags().Changed("at"), cmd.Flags().Changed("after")
-			switch {
-			case atSet && afterSet:
-				return usagef("--at and --after: give one, not both")
-			case !atSet && !afterSet:
-				return usagef("--at or --after is required")
-			}
-			if len(id) > 128 {
-				return usagef("--id: %d bytes, over the 128-byte limit", len(id))
-			}
-			if err := cf.checkDue(atSet, at.t, after.d, sys.Now()); err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("every") {
-				// A zero Every would be no series at all.
-				if every.d < payload.MinEvery {
-					return usagef("--every: %v is under the minimum %v", every.d, payload.MinEvery)
-				}
-				if err := payload.CheckDelay("--every", every.d, cf.maxDelay.d); err != nil {
-					return usageError{err}
-				}
-			}
-			hs, err := parseHeaders(headers)
+			task, err := f.task(cmd, sys, args)
 			if err != nil {
 				return err
 			}
-			value, err := readValue(sys, args, file)
-			if err != nil {
-				return err
-			}
-			task := delayq.Task{ID: id, Topic: topic, Value: value, Headers: hs,
-				Every: every.d, Cron: cron, TZ: tz, Until: until.t, Count: count}
-			if cmd.Flags().Changed("key") {
-				task.Key = []byte(key)
-			}
-			if atSet {
-				task.At = at.t
-			} else {
-				task.At = sys.Now().Add(after.d)
-			}
-			c, err := cf.client(sys, g)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			// The client's checks (recurrence included) before any connection.
-			if _, _, err := c.Message(task); err != nil {
-				return usagef("%s", strings.TrimPrefix(err.Error(), delayq.ErrInvalid.Error()+": "))
-			}
-			ctx := cmd.Context()
-			if id != "" && idCheck {
-				op := "submit"
-				if replace {
-					op = "replace"
-				}
-				if err := checkID(ctx, sys, g, &api, id, op); err != nil {
-					return err
-				}
-			}
-			if err := g.checkKafka(ctx); err != nil {
-				return err
-			}
-			send := c.Submit
-			if replace {
-				send = c.Replace
-			}
-			r, err := send(ctx, task)
-			if err != nil {
-				return err
-			}
-			out := sys.Stdout
-			fmt.Fprintf(out, "id     %s\n", r.ID)
-			fmt.Fprintf(out, "due    %s, in %v\n", formatTime(r.At.UnixMilli()), r.At.Sub(sys.Now()).Round(time.Second))
-			fmt.Fprintf(out, "topic  %s (via %s)\n", topic, r.Input)
-			return nil
+			return f.send(cmd, sys, g, task)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&topic, "topic", "", "business topic to deliver to (required)")
-	fs.Var(at, "at", "due time: "+timeHelp)
-	fs.Var(after, "after", "delay from now: "+delayHelp)
-	fs.StringVar(&id, "id", "", "task id, up to 128 bytes (default: a snowflake id)")
-	fs.StringVar(&key, "key", "", "message key (default: none)")
-	fs.StringArrayVarP(&headers, "header", "H", nil, "header key=value, repeatable")
-	fs.StringVar(&file, "file", "", "read the value from this file (- for stdin)")
+	fs.StringVar(&f.topic, "topic", "", "business topic to deliver to (required)")
+	fs.Var(f.at, "at", "due time: "+timeHelp)
+	fs.Var(f.after, "after", "delay from now: "+delayHelp)
+	fs.StringVar(&f.id, "id", "", "task id, up to 128 bytes (default: a snowflake id)")
+	fs.StringVar(&f.key, "key", "", "message key (default: none)")
+	fs.StringArrayVarP(&f.headers, "header", "H", nil, "header key=value, repeatable")
+	fs.StringVar(&f.file, "file", "", "read the value from this file (- for stdin)")
 	if !replace {
-		fs.Var(every, "every", "repeat every this long (at least 1s; "+delayHelp+"); the first occurrence at --at/--after")
-		fs.StringVar(&cron, "cron", "", `repeat on this five-field cron schedule ("0 9 * * *", "@daily"), not with --every`)
-		fs.StringVar(&tz, "tz", "", "IANA time zone of --cron (default UTC)")
-		fs.Var(until, "until", "no occurrence after this time: "+timeHelp)
-		fs.IntVar(&count, "count", 0, "at most this many occurrences (default: no limit)")
+		fs.Var(f.every, "every", "repeat every this long (at least 1s; "+delayHelp+"); the first occurrence at --at/--after")
+		fs.StringVar(&f.cron, "cron", "", `repeat on this five-field cron schedule ("0 9 * * *", "@daily"), not with --every`)
+		fs.StringVar(&f.tz, "tz", "", "IANA time zone of --cron (default UTC)")
+		fs.Var(f.until, "until", "no occurrence after this time: "+timeHelp)
+		fs.IntVar(&f.count, "count", 0, "at most this many occurrences (default: no limit)")
 	}
-	cf.register(cmd, !replace)
-	api.register(cmd)
+	f.cf.register(cmd, !replace)
+	f.api.register(cmd)
 	fs.Lookup("api").Usage = "look --id up through delayd's HTTP API at this URL or host:port instead of HBase before sending (the task still goes to Kafka); the token comes from " + apiTokenVar
-	fs.BoolVar(&idCheck, "id-check", true, "with --id, refuse an id that a cancel by id alone still blocks (looked up through --api, else HBase); false: send without looking")
+	fs.BoolVar(&f.idCheck, "id-check", true, "with --id, refuse an id that a cancel by id alone still blocks (looked up through --api, else HBase); false: send without looking")
 	return cmd
+}
+
+// taskFlags are the flags of submit and replace.
+type taskFlags struct {
+	replace              bool
+	topic, id, key, file string
+	cron, tz             string
+	count                int
+	headers              []string
+	cf                   clientFlags
+	api                  apiFlag
+	idCheck              bool
+	at, until            *timeValue
+	after, every         *durationValue
+}
+
+// check checks the flags before anything is read or sent.
+func (f *taskFlags) check(cmd *cobra.Command, sys *IO) error {
+	if err := require(cmd, "topic"); err != nil {
+		return err
+	}
+	if err := requireID(cmd, f.replace); err != nil {
+		return err
+	}
+	atSet, err := atOrAfter(cmd)
+	if err != nil {
+		return err
+	}
+	if len(f.id) > 128 {
+		return usagef("--id: %d bytes, over the 128-byte limit", len(f.id))
+	}
+	if err := f.cf.checkDue(atSet, f.at.t, f.after.d, sys.Now()); err != nil {
+		return err
+	}
+	if !cmd.Flags().Changed("every") {
+		return nil
+	}
+	// A zero Every would be no series at all.
+	if f.every.d < payload.MinEvery {
+		return usagef("--every: %v is under the minimum %v", f.every.d, payload.MinEvery)
+	}
+	if err := payload.CheckDelay("--every", f.every.d, f.cf.maxDelay.d); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// task is the task the flags and the value (args, --file or stdin) make.
+func (f *taskFlags) task(cmd *cobra.Command, sys *IO, args []string) (delayq.Task, error) {
+	hs, err := parseHeaders(f.headers)
+	if err != nil {
+		return delayq.Task{}, err
+	}
+	value, err := readValue(sys, args, f.file)
+	if err != nil {
+		return delayq.Task{}, err
+	}
+	task := delayq.Task{ID: f.id, Topic: f.topic, Value: value, Headers: hs,
+		Every: f.every.d, Cron: f.cron, TZ: f.tz, Until: f.until.t, Count: f.count}
+	if cmd.Flags().Changed("key") {
+		task.Key = []byte(f.key)
+	}
+	if cmd.Flags().Changed("at") {
+		task.At = f.at.t
+	} else {
+		task.At = sys.Now().Add(f.after.d)
+	}
+	return task, nil
+}
+
+// send checks the task with the client, the id's block (--id-check), then
+// sends it and prints what it sent.
+func (f *taskFlags) send(cmd *cobra.Command, sys *IO, g *globals, task delayq.Task) error {
+	c, err := f.cf.client(sys, g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	// The client's checks (recurrence included) before any connection.
+	if _, _, err := c.Message(task); err != nil {
+		return usagef("%s", strings.TrimPrefix(err.Error(), delayq.ErrInvalid.Error()+": "))
+	}
+	ctx := cmd.Context()
+	op, send := "submit", c.Submit
+	if f.replace {
+		op, send = "replace", c.Replace
+	}
+	if f.id != "" && f.idCheck {
+		if err := checkID(ctx, sys, g, &f.api, f.id, op); err != nil {
+			return err
+		}
+	}
+	if err := g.checkKafka(ctx); err != nil {
+		return err
+	}
+	r, err := send(ctx, task)
+	if err != nil {
+		return err
+	}
+	out := sys.Stdout
+	fmt.Fprintf(out, "id     %s\n", r.ID)
+	fmt.Fprintf(out, "due    %s, in %v\n", formatTime(r.At.UnixMilli()), r.At.Sub(sys.Now()).Round(time.Second))
+	fmt.Fprintf(out, "topic  %s (via %s)\n", f.topic, r.Input)
+	return nil
+}
+
+// atOrAfter checks that exactly one of --at and --after is given and
+// reports whether it is --at.
+func atOrAfter(cmd *cobra.Command) (atSet bool, err error) {
+	atSet, afterSet := cmd.Flags().Changed("at"), cmd.Flags().Changed("after")
+	switch {
+	case atSet && afterSet:
+		return false, usagef("--at and --after: give one, not both")
+	case !atSet && !afterSet:
+		return false, usagef("--at or --after is required")
+	}
+	return atSet, nil
 }
 
 // requireID: a replace names the task it replaces.

@@ -74,44 +74,61 @@ func ParseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		name := line
-		if i := strings.IndexAny(line, "{ "); i >= 0 {
-			name = line[:i]
-		}
-		var keys []string
-		if want[name] {
-			keys = append(keys, name)
-		}
-		if len(line) > len(name) && line[len(name)] == '{' {
-			labels, _, _ := strings.Cut(line[len(name)+1:], "}")
-			for _, sk := range selectors[name] {
-				if slices.Contains(strings.Split(labels, ","), sk[0]) {
-					keys = append(keys, sk[1])
-				}
-			}
-		}
+		name, keys := sampleKeys(line, want, selectors)
 		if len(keys) == 0 {
 			continue
 		}
-		// The value follows the last space (no timestamps in delayd's output;
-		// label values may hold spaces, so cut after the closing brace).
-		rest := line[len(name):]
-		if j := strings.LastIndexByte(rest, '}'); j >= 0 {
-			rest = rest[j+1:]
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return nil, fmt.Errorf("metrics: no value in %q", line)
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
+		v, err := sampleValue(line, name)
 		if err != nil {
-			return nil, fmt.Errorf("metrics: %q: %w", line, err)
+			return nil, err
 		}
 		for _, k := range keys {
 			out[k] += v
 		}
 	}
 	return out, sc.Err()
+}
+
+// sampleKeys returns the metric name of a sample line and the keys of
+// ParseMetrics' result it adds to: the name when wanted whole, and every
+// selector of the name that the line's labels match.
+func sampleKeys(line string, want map[string]bool, selectors map[string][][2]string) (string, []string) {
+	name := line
+	if i := strings.IndexAny(line, "{ "); i >= 0 {
+		name = line[:i]
+	}
+	var keys []string
+	if want[name] {
+		keys = append(keys, name)
+	}
+	if len(line) > len(name) && line[len(name)] == '{' {
+		labels, _, _ := strings.Cut(line[len(name)+1:], "}")
+		for _, sk := range selectors[name] {
+			if slices.Contains(strings.Split(labels, ","), sk[0]) {
+				keys = append(keys, sk[1])
+			}
+		}
+	}
+	return name, keys
+}
+
+// sampleValue returns the value of a sample line of metric name.
+func sampleValue(line, name string) (float64, error) {
+	// The value follows the last space (no timestamps in delayd's output;
+	// label values may hold spaces, so cut after the closing brace).
+	rest := line[len(name):]
+	if j := strings.LastIndexByte(rest, '}'); j >= 0 {
+		rest = rest[j+1:]
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return 0, fmt.Errorf("metrics: no value in %q", line)
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return 0, fmt.Errorf("metrics: %q: %w", line, err)
+	}
+	return v, nil
 }
 
 // UsedMemory returns Redis's used_memory (INFO memory), summed over the

@@ -148,23 +148,9 @@ func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*De
 	d.ProduceRate = float64(cfg.Tasks) / d.ProduceSeconds
 
 	// Submit: until delayd accepted every task (ingest lag back to zero).
-	deadline := time.Now().Add(cfg.AcceptTimeout)
-	var now map[string]float64
-	for {
-		now, err = Scrape(ctx, metricsClient, cfg.Delayd, metricAccepted, metricDelivered, metricCPU)
-		if err != nil {
-			return d, err
-		}
-		accepted.Store(int64(now[metricAccepted] - before[metricAccepted]))
-		if accepted.Load() >= int64(cfg.Tasks) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return d, fmt.Errorf("only %d of %d tasks accepted after %v", accepted.Load(), cfg.Tasks, cfg.AcceptTimeout)
-		}
-		if !sleep(ctx, pollEvery) {
-			return d, ctx.Err()
-		}
+	now, err := awaitAccepted(ctx, cfg, before, &accepted)
+	if err != nil {
+		return d, err
 	}
 	acceptedAt := time.Now()
 	d.Accepted = int(accepted.Load())
@@ -177,25 +163,9 @@ func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*De
 	if err != nil {
 		return d, err
 	}
-	usedAfter, err := UsedMemory(ctx, rdb)
+	rf, err := redisFigures(ctx, rdb, cfg.Prefix, usedBefore)
 	if err != nil {
 		return d, err
-	}
-	census, err := Census(ctx, rdb, cfg.Prefix)
-	if err != nil {
-		return d, err
-	}
-	rf := &RedisFigures{
-		UsedBefore: usedBefore, UsedAfter: usedAfter, Pending: census.Members,
-		Zsets: census.Zsets, Listpack: census.Listpack, Skiplist: census.Skiplist, MaxMembers: census.MaxMembers,
-		KeyBytes: census.Bytes,
-	}
-	if census.Members > 0 {
-		rf.BytesPerPending = float64(usedAfter-usedBefore) / float64(census.Members)
-		rf.KeyBytesPerPending = float64(census.Bytes) / float64(census.Members)
-	}
-	if census.Zsets > 0 {
-		rf.MeanMembers = float64(census.Members) / float64(census.Zsets)
 	}
 	d.Redis = rf
 	fmt.Fprintf(cfg.Progress, "all %d accepted after %.2fs; redis %.1f B/pending (%d pending in %d zsets)\n",
@@ -243,6 +213,55 @@ func runDelayq(ctx context.Context, cfg *Config, rdb redis.UniversalClient) (*De
 	d.samples = tally.Samples()
 	d.Bins = LatenessBins(d.samples, defaultBins)
 	return d, nil
+}
+
+// awaitAccepted scrapes delayd until it accepted every task since the
+// scrape before (keeping the count in accepted for the progress line),
+// within cfg.AcceptTimeout; it returns the last scrape.
+func awaitAccepted(ctx context.Context, cfg *Config, before map[string]float64, accepted *atomic.Int64) (map[string]float64, error) {
+	deadline := time.Now().Add(cfg.AcceptTimeout)
+	for {
+		now, err := Scrape(ctx, metricsClient, cfg.Delayd, metricAccepted, metricDelivered, metricCPU)
+		if err != nil {
+			return nil, err
+		}
+		accepted.Store(int64(now[metricAccepted] - before[metricAccepted]))
+		if accepted.Load() >= int64(cfg.Tasks) {
+			return now, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("only %d of %d tasks accepted after %v", accepted.Load(), cfg.Tasks, cfg.AcceptTimeout)
+		}
+		if !sleep(ctx, pollEvery) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// redisFigures takes Redis's memory figures of the pending tasks under
+// prefix, used memory before the run given.
+func redisFigures(ctx context.Context, rdb redis.UniversalClient, prefix string, usedBefore int64) (*RedisFigures, error) {
+	usedAfter, err := UsedMemory(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
+	census, err := Census(ctx, rdb, prefix)
+	if err != nil {
+		return nil, err
+	}
+	rf := &RedisFigures{
+		UsedBefore: usedBefore, UsedAfter: usedAfter, Pending: census.Members,
+		Zsets: census.Zsets, Listpack: census.Listpack, Skiplist: census.Skiplist, MaxMembers: census.MaxMembers,
+		KeyBytes: census.Bytes,
+	}
+	if census.Members > 0 {
+		rf.BytesPerPending = float64(usedAfter-usedBefore) / float64(census.Members)
+		rf.KeyBytesPerPending = float64(census.Bytes) / float64(census.Members)
+	}
+	if census.Zsets > 0 {
+		rf.MeanMembers = float64(census.Members) / float64(census.Zsets)
+	}
+	return rf, nil
 }
 
 // ready checks that delayd answers /readyz with 200.
