@@ -1,13 +1,14 @@
 package taskstate
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delayq/delayq/internal/modeltest"
 )
 
 // The model test runs random interleavings of ops on two partitions
@@ -546,8 +547,6 @@ func (s *sim) checkReuse(c idCase) []string {
 	return nil
 }
 
-var modelSeed = flag.Uint64("model.seed", 0, "first seed of TestModel (0: from the clock)")
-
 // checkSeries: a series is delivered in full, in order, each occurrence
 // once (again only after a scanner crash), unless cancelled by id: then it
 // is a prefix of that, and nothing is delivered after the cancel's batch
@@ -579,13 +578,7 @@ func (s *sim) checkSeries(c idCase) []string {
 // 2 s with -race); a failure names its seed, which
 // `go test -run TestModel -model.seed N` replays first.
 func TestModel(t *testing.T) {
-	base := *modelSeed
-	if base == 0 {
-		base = uint64(time.Now().UnixNano())
-	}
-	t.Logf("first seed %d", base)
-	for run := range uint64(5000) {
-		seed := base + run
+	modeltest.Run(t, 5000, func(seed uint64) error {
 		s := &sim{
 			rng: rand.New(rand.NewPCG(seed, 0)),
 			w: &world{rows: map[rowKey]row{}, index: map[rowKey]bool{}, ids: map[uint64]State{},
@@ -597,7 +590,8 @@ func TestModel(t *testing.T) {
 		s.generate(8)
 		s.run()
 		if errs := s.check(); len(errs) > 0 {
-			t.Fatalf("seed %d:\n%s", seed, errs)
+			return fmt.Errorf("\n%s", errs)
 		}
-	}
+		return nil
+	})
 }

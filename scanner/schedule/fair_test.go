@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/delayq/delayq/internal/modeltest"
 )
 
 // fairTask is a ready task of a tenant in the fair model.
@@ -156,20 +157,15 @@ func fairPick(ready []fairTask, budget int, after string) ([]fairTask, string) {
 // ceil(tenants / budget) steps for a pick; and at the end everything is
 // released, each tenant's in due order.
 func TestFairModel(t *testing.T) {
-	base := *modelSeed
-	if base == 0 {
-		base = uint64(time.Now().UnixNano())
-	}
-	t.Logf("first seed %d", base)
-	for run := range uint64(200) {
-		seed := base + run
+	modeltest.Run(t, 200, func(seed uint64) error {
 		s := &fairSim{rng: rand.New(rand.NewPCG(seed, 1)), pick: fairPick}
 		s.generate()
 		s.run()
-		if len(s.errs) > 0 {
-			t.Fatalf("seed %d (%d tenants, budget %d):\n%s", seed, len(s.tenants), s.budget, strings.Join(s.errs[:min(5, len(s.errs))], "\n"))
+		if len(s.errs) == 0 {
+			return nil
 		}
-	}
+		return fmt.Errorf("%d tenants, budget %d:\n%s", len(s.tenants), s.budget, strings.Join(s.errs[:min(5, len(s.errs))], "\n"))
+	})
 }
 
 // TestFairBurst: tenant a's burst of 10,000 tasks due at one instant and

@@ -1,13 +1,14 @@
 package schedule
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delayq/delayq/internal/modeltest"
 )
 
 // The model test runs random schedules through the rules of this package,
@@ -399,29 +400,21 @@ func (s *sim) check() []string {
 	return errs
 }
 
-var modelSeed = flag.Uint64("model.seed", 0, "first seed of TestModel (0: from the clock)")
-
 // TestModel runs 500 seeded schedules of up to 60 tasks on 3 topics
 // (random rates, pauses, hold lags and stalls, prefetch, coalescing,
 // batch sizes, cancels, crashes of workers and releaser); a failure names
 // its seed, which `go test -run TestModel -model.seed N` replays first.
 func TestModel(t *testing.T) {
-	base := *modelSeed
-	if base == 0 {
-		base = uint64(time.Now().UnixNano())
-	}
-	t.Logf("first seed %d", base)
-	for run := range uint64(500) {
-		seed := base + run
+	modeltest.Run(t, 500, func(seed uint64) error {
 		s := &sim{rng: rand.New(rand.NewPCG(seed, 0))}
 		s.generate()
 		s.run()
-		if errs := s.check(); len(errs) > 0 {
-			if len(errs) > 5 {
-				errs = errs[:5]
-			}
-			t.Fatalf("seed %d (prefetch %v, coalesce %v, batch %d, hold lead %d stalled [%d, %d), controls %+v):\n%s\nlast events:\n%s", seed, s.cfg.Prefetch, s.cfg.Coalesce, s.cfg.BatchSize, s.hold.lead, s.hold.from-t0, s.hold.to-t0, s.ctls,
-				strings.Join(errs, "\n"), strings.Join(s.log[max(0, len(s.log)-10):], "\n"))
+		errs := s.check()
+		if len(errs) == 0 {
+			return nil
 		}
-	}
+		return fmt.Errorf("prefetch %v, coalesce %v, batch %d, hold lead %d stalled [%d, %d), controls %+v:\n%s\nlast events:\n%s",
+			s.cfg.Prefetch, s.cfg.Coalesce, s.cfg.BatchSize, s.hold.lead, s.hold.from-t0, s.hold.to-t0, s.ctls,
+			strings.Join(errs[:min(5, len(errs))], "\n"), strings.Join(s.log[max(0, len(s.log)-10):], "\n"))
+	})
 }
