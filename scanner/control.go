@@ -38,6 +38,9 @@ type Controls interface {
 	Take(ctx context.Context, topic string, rate, want int, now time.Time) (int, error)
 	// Lease makes owner the one releaser of topic for ttl.
 	Lease(ctx context.Context, topic, owner string, ttl time.Duration) (bool, error)
+	// Renew extends owner's lease of topic by ttl while owner holds it;
+	// false once it lapsed or passed to another owner.
+	Renew(ctx context.Context, topic, owner string, ttl time.Duration) (bool, error)
 	// List returns every topic with a control or held tasks (the gauges).
 	List(ctx context.Context) ([]topicctl.Status, bool, error)
 }

@@ -136,8 +136,9 @@
 //   - Fenced writes (fence.go): every produce, remove, hold and write of a
 //     next occurrence checks, right before it, the fence of its context:
 //     a worker's is its generation's lease (consumer.Fence, one goroutine
-//     per generation), the releaser's its topic lease's expiry measured
-//     from before it was asked for. A scanner paused past its session wakes
+//     per generation), the releaser's its topic lease, renewed while a
+//     round runs (a round may outlast the lease's 2 s TTL) and revoked
+//     once it lapsed or passed to another instance. A scanner paused past its session wakes
 //     holding entries it read before the pause; its lease has lapsed, it
 //     waits for the coordinator's answer, which revokes it, and it
 //     produces and removes nothing more for the generation, which ends.

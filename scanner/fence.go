@@ -16,8 +16,9 @@ import (
 // the context they are made in is checked right before each. A worker
 // works in a context that carries its generation's lease
 // (consumer.Fence: valid while the coordinator counts this member), the
-// releaser in one that carries its topic lease's expiry (fence.Until from
-// before Controls.Lease). A scanner paused past its session or lease wakes
+// releaser in one that carries its topic lease (a fence.Lease taken by
+// Controls.Lease and kept by releaser.keep with Controls.Renew, which never
+// takes a lapsed lease). A scanner paused past its session or lease wakes
 // with its writes refused: it produces nothing another instance delivered
 // meanwhile and removes nothing, and its generation ends.
 //

@@ -116,24 +116,68 @@ func (r *releaser) round(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		// The topic's writes are fenced by the lease (fence.go): a releaser
-		// paused past it writes nothing for the topic when it wakes.
-		lctx := fence.With(ctx, fence.Until(start.Add(leaseTTL)))
-		until, err := r.fence(ctx)
-		if err != nil {
+		if err := r.release(ctx, topic, ctl, start); err != nil {
 			return err
-		}
-		for range releaseRounds {
-			n, err := r.topic(lctx, topic, ctl, until)
-			if err != nil {
-				return err
-			}
-			if !schedule.Again(rules(ctl), n, releaseBatch) {
-				break
-			}
 		}
 	}
 	return nil
+}
+
+// release runs the rounds of topic under its lease, taken at start and
+// kept while they run (keep). The topic's writes are fenced by it
+// (fence.go): a round that outlasts leaseTTL on a slow machine or behind
+// a slow dependency goes on, and its deliveries are released, where a
+// lease that lapsed mid-round refused the release and the next round
+// delivered the same tasks again; a releaser paused past its lease writes
+// nothing for the topic when it wakes.
+func (r *releaser) release(ctx context.Context, topic string, ctl topicctl.Control, start time.Time) error {
+	lctx, _, stop := fence.Keep(ctx, ctx, func(rctx context.Context, l *fence.Lease) {
+		r.keep(rctx, topic, start, l)
+	})
+	defer stop()
+	until, err := r.fence(ctx)
+	if err != nil {
+		return err
+	}
+	for range releaseRounds {
+		n, err := r.topic(lctx, topic, ctl, until)
+		if err != nil {
+			return err
+		}
+		if !schedule.Again(rules(ctl), n, releaseBatch) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// keep keeps the lease of topic taken at at valid in l, renewing it every
+// leaseTTL/4 until ctx ends. Renew never takes a lapsed lease: once it
+// lapsed (a pause, or renewals failing for leaseTTL) or passed to another
+// owner, l is revoked and the writes under it are refused. A renewal that
+// fails leaves l valid until the last one's expiry, then makes the writes
+// wait for the next one.
+func (r *releaser) keep(ctx context.Context, topic string, at time.Time, l *fence.Lease) {
+	l.Renew(at.Add(leaseTTL))
+	t := time.NewTicker(leaseTTL / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		at := time.Now()
+		ok, err := r.s.cfg.Controls.Renew(ctx, topic, r.owner, leaseTTL)
+		switch {
+		case err != nil:
+			continue
+		case !ok:
+			l.Revoke()
+			return
+		}
+		l.Renew(at.Add(leaseTTL))
+	}
 }
 
 // fence returns how far (exec_at, unix ms) the releaser may go

@@ -61,3 +61,25 @@ func (s *Store) Lease(ctx context.Context, topic, owner string, ttl time.Duratio
 	}
 	return n == 1, nil
 }
+
+// renewScript extends the lease KEYS[1] by ARGV[2] ms while ARGV[1] holds
+// it, and returns 1; 0 when it lapsed or another owner holds it.
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	return 1
+end
+return 0
+`)
+
+// Renew extends owner's lease of topic by ttl, or reports false when owner
+// no longer holds it: unlike Lease it never takes a lapsed lease, so an
+// owner paused past its lease does not resume work that another may have
+// done meanwhile.
+func (s *Store) Renew(ctx context.Context, topic, owner string, ttl time.Duration) (bool, error) {
+	n, err := renewScript.Run(ctx, s.client, []string{s.key("lease", topic)}, owner, ttl.Milliseconds()).Int()
+	if err != nil {
+		return false, fmt.Errorf("topicctl: renew lease %s: %w", topic, err)
+	}
+	return n == 1, nil
+}

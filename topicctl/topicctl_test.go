@@ -115,4 +115,13 @@ func TestBucketAndLease(t *testing.T) {
 	if ok, _ := s.Lease(ctx, "orders", "a", time.Minute); !ok {
 		t.Fatal("a could not renew")
 	}
+	if ok, err := s.Renew(ctx, "orders", "a", time.Minute); !ok || err != nil {
+		t.Fatalf("a could not extend its own lease: %v %v", ok, err)
+	}
+	if ok, _ := s.Renew(ctx, "orders", "b", time.Minute); ok {
+		t.Fatal("b extended a's lease")
+	}
+	if ok, _ := s.Renew(ctx, "invoices", "a", time.Minute); ok {
+		t.Fatal("Renew took a lease nobody held")
+	}
 }

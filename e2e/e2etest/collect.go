@@ -193,6 +193,24 @@ func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool
 	}
 }
 
+// WaitProgress polls count until it reaches want, failing the test when it
+// did not grow for stall: for work whose pace is the machine's (a
+// rate-limited release on a loaded test machine), where a fixed deadline
+// measures the load and a stall is what fails.
+func WaitProgress(tb testing.TB, stall time.Duration, what string, want int, count func() int) {
+	tb.Helper()
+	last, moved := count(), time.Now()
+	for last < want {
+		if time.Since(moved) > stall {
+			tb.Fatalf("%s: %d of %d, none more for %v", what, last, want, stall)
+		}
+		time.Sleep(250 * time.Millisecond)
+		if n := count(); n > last {
+			last, moved = n, time.Now()
+		}
+	}
+}
+
 // Header returns the value of m's header key, or "".
 func Header(m kafka.Message, key string) string {
 	for _, h := range m.Headers {
