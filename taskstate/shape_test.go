@@ -2,11 +2,9 @@ package taskstate
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/delayq/delayq/internal/puretest"
 )
 
 // TestFunctionLength: no function of the rules or of their executors
@@ -15,26 +13,15 @@ import (
 func TestFunctionLength(t *testing.T) {
 	const limit = 80
 	for _, dir := range []string{".", "../ingest", "../scanner"} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("no Go files in %s: %v", dir, err)
-		}
-		fset := token.NewFileSet()
-		for _, name := range files {
-			if strings.HasSuffix(name, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, name, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+		fset, files := puretest.Files(t, dir)
+		for _, f := range files {
 			for _, d := range f.Decls {
 				fn, ok := d.(*ast.FuncDecl)
 				if !ok || fn.Body == nil {
 					continue
 				}
 				if n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1; n > limit {
-					t.Errorf("%s: %s is %d lines, over %d", name, fn.Name.Name, n, limit)
+					t.Errorf("%s: %s is %d lines, over %d", fset.Position(fn.Pos()).Filename, fn.Name.Name, n, limit)
 				}
 			}
 		}

@@ -13,10 +13,13 @@ type recorder struct {
 	fatal string
 }
 
-func (r *recorder) Helper()                   {}
-func (r *recorder) Logf(string, ...any)       {}
-func (r *recorder) Name() string              { return "TestX" }
-func (r *recorder) Fatalf(f string, a ...any) { r.fatal = strings.TrimSpace(fmt.Sprintf(f, a...)); panic(r) }
+func (r *recorder) Helper()             {}
+func (r *recorder) Logf(string, ...any) {}
+func (r *recorder) Name() string        { return "TestX" }
+func (r *recorder) Fatalf(f string, a ...any) {
+	r.fatal = strings.TrimSpace(fmt.Sprintf(f, a...))
+	panic(r)
+}
 
 // TestRunNamesTheSeed: the seeds run in order from -model.seed, and the
 // first failing one is named with its replay command; none after it runs.
