@@ -126,16 +126,23 @@ class RealStackIT {
         throw new IOException("no free port in " + from + "-46099");
     }
 
-    static Path delayd(Path dir) throws IOException, InterruptedException {
+    private static Path built;
+
+    /** DELAYQ_DELAYD, or a delayd built from this checkout into dir, once per JVM (the ITs share it). */
+    static synchronized Path delayd(Path dir) throws IOException, InterruptedException {
         String given = System.getenv("DELAYQ_DELAYD");
         if (given != null && !given.isEmpty()) {
             return Path.of(given);
+        }
+        if (built != null && Files.isExecutable(built)) {
+            return built;
         }
         Path bin = dir.resolve("delayd");
         Process b = new ProcessBuilder("go", "build", "-o", bin.toString(), "./cmd/delayd").directory(REPO.toFile())
                 .redirectErrorStream(true).start();
         String out = new String(b.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertEquals(0, b.waitFor(), "go build delayd: " + out);
+        built = bin;
         return bin;
     }
 
