@@ -174,7 +174,7 @@ public final class ApiClient {
             if (v instanceof Map) {
                 return (Map<String, Object>) v;
             }
-        } catch (IllegalArgumentException bad) {
+        } catch (RuntimeException bad) { // not JSON (the reader's errors, or an index past a cut-off text)
             // below
         }
         throw new ApiException.ServerError(request, status, "not a JSON object: " + abbrev(text), null, null);
@@ -187,7 +187,7 @@ public final class ApiClient {
                 if (Json.parse(text) instanceof Map<?, ?> m && m.get("error") instanceof String s) {
                     return s;
                 }
-            } catch (IllegalArgumentException notJson) {
+            } catch (RuntimeException notJson) { // as in answer
                 // the text itself
             }
             if (!text.isBlank()) {

@@ -180,6 +180,9 @@ class ApiClientTest {
         ApiException e = assertThrows(ApiException.ServerError.class, () -> api(null).get("x"));
         assertEquals("bad gateway", e.reason());
         assertEquals(502, e.status());
+        status = 500;
+        answer = "{\"error\":\"cut \\u12";
+        assertEquals("{\"error\":\"cut \\u12", assertThrows(ApiException.ServerError.class, () -> api(null).get("x")).reason());
         status = 404;
         answer = "";
         assertEquals("HTTP 404", assertThrows(ApiException.NotFound.class, () -> api(null).get("x")).reason());
