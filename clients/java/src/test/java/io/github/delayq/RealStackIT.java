@@ -2,6 +2,7 @@ package io.github.delayq;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -45,7 +46,10 @@ import org.junit.jupiter.api.Test;
  * delayd built from this checkout, run under the shared-stack lock,
  * receives a submit, a cancel by id and due time, a cancel by id, a
  * reschedule, a replace and a recurring series, and a consumer outside
- * delayq checks every delivery. Without the stack the test is skipped,
+ * delayq checks every delivery. The same delayd serves its HTTP API with
+ * a bearer token: ApiClient submits, gets, reschedules, replaces, cancels
+ * and lists tasks there, and sees a 401, a 400 and a 409 with their
+ * reasons. Without the stack the test is skipped,
  * except under CI=true where it fails.
  */
 class RealStackIT {
@@ -122,16 +126,23 @@ class RealStackIT {
         throw new IOException("no free port in " + from + "-46099");
     }
 
-    static Path delayd(Path dir) throws IOException, InterruptedException {
+    private static Path built;
+
+    /** DELAYQ_DELAYD, or a delayd built from this checkout into dir, once per JVM (the ITs share it). */
+    static synchronized Path delayd(Path dir) throws IOException, InterruptedException {
         String given = System.getenv("DELAYQ_DELAYD");
         if (given != null && !given.isEmpty()) {
             return Path.of(given);
+        }
+        if (built != null && Files.isExecutable(built)) {
+            return built;
         }
         Path bin = dir.resolve("delayd");
         Process b = new ProcessBuilder("go", "build", "-o", bin.toString(), "./cmd/delayd").directory(REPO.toFile())
                 .redirectErrorStream(true).start();
         String out = new String(b.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertEquals(0, b.waitFor(), "go build delayd: " + out);
+        built = bin;
         return bin;
     }
 
@@ -243,12 +254,13 @@ class RealStackIT {
                     "--http", "127.0.0.1:" + http, "--roles", "ingest,dispatcher,scanner,api",
                     "--api", "127.0.0.1:" + api, "--log-level", "info")
                     .redirectErrorStream(true).redirectOutput(log.toFile());
-            pb.environment().remove("DELAYQ_API_TOKEN");
+            String token = "tok-" + UUID.randomUUID();
+            pb.environment().put("DELAYQ_API_TOKEN", token);
             Process proc = pb.start();
             try {
                 waitFor("delayd /readyz", Duration.ofSeconds(120), () -> ready(http), proc, log);
                 long up = System.nanoTime();
-                exercise(topic, run, proc, log);
+                exercise(topic, run, proc, log, "http://127.0.0.1:" + api, token);
                 System.err.printf("RealStackIT: lock waited %.1fs, delayd ready in %.1fs, ops and deliveries %.1fs%n",
                         (locked - t0) / 1e9, (up - locked) / 1e9, (System.nanoTime() - up) / 1e9);
             } finally {
@@ -261,9 +273,12 @@ class RealStackIT {
         }
     }
 
-    static void exercise(String topic, String run, Process proc, Path log) throws Exception {
+    static void exercise(String topic, String run, Process proc, Path log, String apiUrl, String token)
+            throws Exception {
+        ApiClient api = ApiClient.builder().url(apiUrl).token(token).build();
         Map<String, String> ids = new HashMap<>();
-        for (String n : List.of("plain", "byid", "byat", "moved", "replaced", "series", "last")) {
+        for (String n : List.of("plain", "byid", "byat", "moved", "replaced", "series", "last", "api-plain",
+                "api-cancelled", "api-moved", "api-replaced")) {
             ids.put(n, run + "-" + n);
         }
         try (Collector col = new Collector(topic); Client c = Client.builder().property("bootstrap.servers", BROKERS).build()) {
@@ -281,15 +296,19 @@ class RealStackIT {
                     .every(Duration.ofSeconds(2)).count(3).value("tick"));
             assertEquals(List.of("delay-input", "delay-input", "delay-input"),
                     List.of(plain.input(), byid.input(), series.input()));
+            ApiRun a = exerciseApi(api, ApiClient.builder().url(apiUrl).build(), topic, ids, proc, log);
 
-            waitFor("plain, moved, replaced and 3 occurrences delivered", Duration.ofSeconds(120),
+            waitFor("plain, moved, replaced, 3 occurrences and the API's 3 tasks delivered", Duration.ofSeconds(120),
                     () -> !col.byId(ids.get("plain")).isEmpty() && !col.byId(ids.get("moved")).isEmpty()
-                            && !col.byId(ids.get("replaced")).isEmpty() && col.byId(ids.get("series")).size() >= 3,
+                            && !col.byId(ids.get("replaced")).isEmpty() && col.byId(ids.get("series")).size() >= 3
+                            && !col.byId(ids.get("api-plain")).isEmpty() && !col.byId(ids.get("api-moved")).isEmpty()
+                            && !col.byId(ids.get("api-replaced")).isEmpty(),
                     proc, log);
             // A sentinel due after every time that must not deliver (the old
-            // time of the moved task, 20 s): when it arrives, the scanner has
-            // passed them all.
-            c.submit(Task.to(topic).id(ids.get("last")).atMillis(movedOld.atMs() + 3000).value("last"));
+            // times of the moved tasks, 20 s): when it arrives, the scanner
+            // has passed them all.
+            c.submit(Task.to(topic).id(ids.get("last")).atMillis(Math.max(movedOld.atMs(), a.movedOld().atMs()) + 3000)
+                    .value("last"));
             waitFor("the sentinel", Duration.ofSeconds(120), () -> !col.byId(ids.get("last")).isEmpty(), proc, log);
 
             List<Got> p = col.byId(ids.get("plain"));
@@ -313,9 +332,78 @@ class RealStackIT {
                     Wire.formatTime(series.atMs() + 4000)), s.stream().map(Got::at).toList());
             assertTrue(s.stream().allMatch(g -> "2s".equals(g.headers().get("delay-every"))
                     && "3".equals(g.headers().get("delay-count"))), "series headers: " + s);
+            checkApi(api, topic, ids, a, col);
             synchronized (col.got) {
                 assertEquals(List.of(), col.errors);
             }
+        }
+    }
+
+    /** The receipts of the HTTP API's ops. */
+    record ApiRun(Receipt plain, Receipt movedOld, Receipt replaced) {}
+
+    /**
+     * The HTTP API's ops on the same delayd: a submit, a cancel (then its
+     * state and a 409 for a submit of the id), a reschedule and a replace,
+     * a 401 without the token and a 400 naming unix seconds.
+     */
+    static ApiRun exerciseApi(ApiClient api, ApiClient noToken, String topic, Map<String, String> ids, Process proc, Path log)
+            throws Exception {
+        Receipt plain = api.submit(Task.to(topic).id(ids.get("api-plain")).after(Duration.ofSeconds(4)).key("k2")
+                .value("over http").header("trace", "h1"));
+        assertEquals(new Receipt(ids.get("api-plain"), plain.atMs(), "delay-input"), plain);
+        api.submit(Task.to(topic).id(ids.get("api-cancelled")).after(Duration.ofSeconds(8)).value("cancelled"));
+        Map<String, Object> cancel = api.cancel(ids.get("api-cancelled"));
+        assertTrue(String.valueOf(cancel.get("rule")).contains("stays cancelled"), "DELETE answer: " + cancel);
+        Receipt movedOld = api.submit(Task.to(topic).id(ids.get("api-moved")).after(Duration.ofSeconds(20)).value("moved"));
+        api.reschedule(ids.get("api-moved"), Duration.ofSeconds(5));
+        api.submit(Task.to(topic).id(ids.get("api-replaced")).after(Duration.ofSeconds(15)).value("v1"));
+        Receipt replaced = api.replace(Task.to(topic).id(ids.get("api-replaced")).after(Duration.ofSeconds(6)).value("v2"));
+
+        ApiException.Unauthorized un = assertThrows(ApiException.Unauthorized.class,
+                () -> noToken.get(ids.get("api-plain")));
+        assertEquals(401, un.status());
+        assertEquals("missing or wrong bearer token", un.reason());
+        ApiException.BadRequest bad = assertThrows(ApiException.BadRequest.class,
+                () -> api.submit(Task.to(topic).atMillis(1795829478L)));
+        assertTrue(bad.reason().contains("looks like unix seconds"), bad.getMessage());
+
+        waitFor("GET of the id cancelled by id says cancelled", Duration.ofSeconds(60),
+                () -> "cancelled".equals(state(api, ids.get("api-cancelled"))), proc, log);
+        ApiException.IdCancelled ic = assertThrows(ApiException.IdCancelled.class,
+                () -> api.submit(Task.to(topic).id(ids.get("api-cancelled")).after(Duration.ofSeconds(5))));
+        assertTrue(ic.reason().startsWith("id cancelled: ") && ic.reason().contains("blocked until"), ic.getMessage());
+        waitFor("GET of the API's submit", Duration.ofSeconds(60), () -> state(api, ids.get("api-plain")) != null, proc, log);
+        assertEquals(plain.atMs(), api.get(ids.get("api-plain")).get("at_ms"));
+        return new ApiRun(plain, movedOld, replaced);
+    }
+
+    /** The deliveries of the API's tasks, and GET /v1/tasks finding them. */
+    static void checkApi(ApiClient api, String topic, Map<String, String> ids, ApiRun a, Collector col) {
+        List<Got> p = col.byId(ids.get("api-plain"));
+        assertEquals(1, p.size(), "api-plain: " + p);
+        assertEquals(Wire.formatTime(a.plain().atMs()), p.get(0).at());
+        assertEquals("over http", p.get(0).value());
+        assertEquals("h1", p.get(0).headers().get("trace"));
+        assertEquals(List.of(), col.byId(ids.get("api-cancelled")), "cancelled over HTTP, delivered anyway");
+        List<Got> m = col.byId(ids.get("api-moved"));
+        assertEquals(1, m.size(), "api-moved: " + m);
+        assertNotEquals(Wire.formatTime(a.movedOld().atMs()), m.get(0).at(), "moved task delivered at its old time");
+        List<Got> r = col.byId(ids.get("api-replaced"));
+        assertEquals(1, r.size(), "api-replaced: " + r);
+        assertEquals(Wire.formatTime(a.replaced().atMs()), r.get(0).at());
+        assertEquals("v2", r.get(0).value());
+        Map<String, Object> page = api.list(Map.of("topic", topic, "key", "k2", "from", "-1h", "state", "any"));
+        List<?> tasks = (List<?>) page.get("tasks");
+        assertEquals(List.of(ids.get("api-plain")), tasks.stream().map(t -> ((Map<?, ?>) t).get("id")).toList(),
+                "GET /v1/tasks?key=k2: " + page);
+    }
+
+    static String state(ApiClient api, String id) {
+        try {
+            return (String) api.get(id).get("state");
+        } catch (ApiException.NotFound e) {
+            return null;
         }
     }
 

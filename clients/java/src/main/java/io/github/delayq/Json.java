@@ -6,9 +6,12 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A small JSON reader for the wire vectors, so that the client's tests need
- * no library beyond JUnit: objects as LinkedHashMap, arrays as List,
- * integers as Long, other numbers as Double, strings, booleans, null.
+ * A small JSON reader and writer, so that the client needs no library
+ * beyond kafka-clients: the HTTP API's bodies and answers ({@link
+ * ApiClient}) and the wire vectors of the tests. Read: objects as
+ * LinkedHashMap, arrays as List, integers as Long, other numbers as
+ * Double, strings, booleans, null. Written: Map (String keys), List,
+ * String, Number, Boolean and null.
  */
 final class Json {
     private final String s;
@@ -26,6 +29,65 @@ final class Json {
             throw j.error("trailing data");
         }
         return v;
+    }
+
+    /** v as compact JSON. */
+    static String write(Object v) {
+        StringBuilder b = new StringBuilder();
+        write(b, v);
+        return b.toString();
+    }
+
+    private static void write(StringBuilder b, Object v) {
+        if (v == null || v instanceof Boolean || v instanceof Long || v instanceof Integer) {
+            b.append(v);
+        } else if (v instanceof String s) {
+            quote(b, s);
+        } else if (v instanceof Map<?, ?> m) {
+            b.append('{');
+            String sep = "";
+            for (Map.Entry<?, ?> e : m.entrySet()) {
+                b.append(sep);
+                quote(b, (String) e.getKey());
+                b.append(':');
+                write(b, e.getValue());
+                sep = ",";
+            }
+            b.append('}');
+        } else if (v instanceof List<?> l) {
+            b.append('[');
+            String sep = "";
+            for (Object x : l) {
+                b.append(sep);
+                write(b, x);
+                sep = ",";
+            }
+            b.append(']');
+        } else {
+            throw new IllegalArgumentException("json: cannot write a " + v.getClass().getName());
+        }
+    }
+
+    private static void quote(StringBuilder b, String s) {
+        b.append('"');
+        for (int k = 0; k < s.length(); k++) {
+            char c = s.charAt(k);
+            switch (c) {
+                case '"' -> b.append("\\\"");
+                case '\\' -> b.append("\\\\");
+                case '\n' -> b.append("\\n");
+                case '\r' -> b.append("\\r");
+                case '\t' -> b.append("\\t");
+                default -> {
+                    if (c < 0x20 || c == 0x2028 || c == 0x2029) {
+                        b.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        b.append(c);
+                    }
+                }
+            }
+        }
+        b.append('"');
     }
 
     private Object value() {
