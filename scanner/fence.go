@@ -25,7 +25,11 @@ import (
 // The wrappers below are installed once by New, so every write of every
 // path (a step, a parked write, the drain, the next occurrence of a
 // recurring task, a hold, a release) goes through a check; the store's
-// is fence.WrapStore.
+// is fence.WrapStore. Controls.Forget is not fenced, by design: it writes
+// only the registry of held topics and decides from its own reads, so a
+// pause anywhere in it loses and duplicates nothing, while a fence that
+// stopped it between its SREM and its second look would strand held
+// tasks (topicctl.Store.Forget, TestForgetPaused).
 
 // Values of the write label of delayq_fenced_writes_total.
 const (

@@ -1,6 +1,7 @@
 package e2etest
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/http"
@@ -85,6 +86,10 @@ type Env struct {
 	// proxies (ProxiedStack). The test's own clients use Stack.
 	Via Stack
 	Run string // unique per test: Redis prefix, HBase table, topic suffix
+	// ReadyWithin is how long Start waits for /readyz (0: 90 s). A
+	// delayd started while a dependency is away is ready only once it is
+	// back: the soak restarts delayd during HBase and Kafka outages.
+	ReadyWithin time.Duration
 
 	mu     sync.Mutex
 	logDir string
@@ -150,8 +155,9 @@ func Listen(tb testing.TB) net.Listener {
 }
 
 // Start runs delayd on the Env's stack with its prefix and table, a 1 s
-// tick and 4 salts, plus the extra flags, and waits for /readyz (90 s at
-// most). name tells instances apart in log file names.
+// tick and 4 salts, plus the extra flags, and waits for /readyz
+// (ReadyWithin, 90 s by default, at most). name tells instances apart in
+// log file names.
 func (e *Env) Start(name string, extra ...string) *Delayd {
 	e.T.Helper()
 	bin, dir := Binary(e.T), e.logs()
@@ -188,7 +194,8 @@ func (e *Env) Start(name string, extra ...string) *Delayd {
 	// A graceful stop leaves the consumer groups at once; a killed member
 	// would hold its partitions for a session timeout into the next test.
 	e.T.Cleanup(d.Terminate)
-	deadline := time.Now().Add(90 * time.Second)
+	within := cmp.Or(e.ReadyWithin, 90*time.Second)
+	deadline := time.Now().Add(within)
 	for {
 		resp, err := http.Get("http://" + d.HTTP + "/readyz")
 		if err == nil {
@@ -203,7 +210,7 @@ func (e *Env) Start(name string, extra ...string) *Delayd {
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			e.T.Fatalf("delayd %s not ready after 90s\n%s", name, d.Tail(4096))
+			e.T.Fatalf("delayd %s not ready after %v\n%s", name, within, d.Tail(4096))
 		}
 	}
 }

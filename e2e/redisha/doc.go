@@ -28,9 +28,14 @@
 //     as a replica;
 //   - TestSentinelRepair (no --redis-min-replicas): the Sentinel master
 //     again, whichever node it is now; what the replica had not received
-//     is lost with the master, and the repair from HBase brings it back.
+//     is lost with the master, and the repair from HBase brings it back;
+//   - TestClusterRepair (no --redis-min-replicas; `make faults` only,
+//     DELAYQ_FAULTS_FULL=1, about 2 minutes): the cluster master on
+//     21401, as TestSentinelRepair; deliveries are held (repair.Guard)
+//     until the repair has run, and the duplicates may not exceed 400
+//     (one second of input, as e2e/redisloss TestRestart's).
 //
-// The cluster failover and TestSentinelRepair must also show that delayd
+// The cluster failovers and TestSentinelRepair must also show that delayd
 // saw the promotion by the replication ids (WARN "redis index lost data"
 // with cause replid) and completed the repair.
 //
@@ -43,6 +48,7 @@
 // promotion seen), when the old master was in sync as a replica, the
 // longest gap between deliveries and the recovery of lateness.
 //
-// The package takes about 4 minutes. With -short (outside CI) it is
-// skipped; under CI=true a stack that does not start fails it.
+// The package takes about 4 minutes (about 6 with TestClusterRepair).
+// With -short (outside CI) it is skipped; under CI=true a stack that does
+// not start fails it.
 package redisha

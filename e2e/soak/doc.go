@@ -13,7 +13,10 @@
 // schedule; the unit tests hold it to that). A fault starts every 5–30 s
 // of the first SOAK_MINUTES, after 30 s of traffic; one whose resource (a
 // delayd, a service, the network path to a service) is still held by an
-// earlier fault, or beyond two overlapping faults, is left out. The kinds:
+// earlier fault, or beyond two overlapping faults, is left out; at run
+// time a fault whose resource an earlier one still holds (its healing
+// took longer than the schedule allowed: a restart waiting for HBase)
+// waits for it and says so. The kinds:
 // kill -9 and SIGTERM of a delayd (started again 1–5 s later), SIGSTOP of
 // a delayd held 10–20 s (past the Kafka session timeout of 6 s and the
 // dispatch lock's TTL of one tick) then SIGCONT, Redis killed -9 (5–20 s),
@@ -42,7 +45,8 @@
 //
 // The run prints the seed and the schedule first, then every fault with
 // its start and end (the end is when its healing returned: delayd ready,
-// the service started), then the checker's figures for each fault window
+// the service started; a delayd restarted while HBase or Kafka is away
+// is given 5 min to be ready), then the checker's figures for each fault window
 // (the tasks due from the fault's start to 30 s after its end): lost,
 // duplicates, cancelled delivered, early, p99 and max lateness; then the
 // figures outside every window and over the whole run. It fails on any
